@@ -1,0 +1,51 @@
+# 大模型学习交流平台 —— 常用命令。第一次运行会自动创建 .venv 并安装依赖。
+#   make serve   本地预览 http://127.0.0.1:8000
+#   make test    运行全部检查与测试（CI 也运行这一条）
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
+NODE_STAMP := node_modules/.installed-$(shell cksum < package-lock.json | cut -d' ' -f1)
+export NO_MKDOCS_2_WARNING := 1
+
+.PHONY: setup serve build check test lint figures new bench clean
+
+setup: $(STAMP) $(NODE_STAMP)
+
+$(STAMP): requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	rm -f $(VENV)/.installed-* && touch $@
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	rm -f node_modules/.installed-* && touch $@
+
+serve: setup
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
+build: setup
+	$(BIN)/mkdocs build --strict
+
+check: setup
+	$(BIN)/python scripts/check_content.py
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+figures: setup
+	$(BIN)/python scripts/build_figures.py
+
+new: setup
+	$(BIN)/python scripts/new_article.py
+
+bench: setup
+	$(BIN)/python scripts/bench.py
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf site .cache

@@ -1,0 +1,5 @@
+"""Build-time library of the site: content model, validation and rendering helpers.
+
+Everything here is plain Python with no MkDocs import at module level, so the
+content checks, the scaffold and the hooks share one implementation.
+"""

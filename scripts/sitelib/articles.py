@@ -1,0 +1,211 @@
+"""Articles: front matter schema, validation and the site-wide index."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from . import frontmatter, readtime, snippets
+from .catalog import Author, Route, load_authors, load_route, load_tags
+from .paths import DOCS, ROOT, rel
+from .problems import Problem
+
+SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+REQUIRED = ("title", "description", "author", "date", "tags")
+OPTIONAL = ("readtime", "comments", "hide", "search")
+ARTICLES_DIR = "articles"
+LISTING = "index.md"
+
+
+@dataclass
+class Article:
+    slug: str
+    src_uri: str  # relative to docs/, e.g. "articles/transformer-attention.md"
+    title: str
+    description: str
+    author: Author
+    date: dt.date
+    tags: list[str]
+    readtime: int
+    comments: bool = True
+    labs: list[str] = field(default_factory=list)
+    stage: int = 0
+    position: int = 0  # index in the route order
+    prev: str | None = None
+    next: str | None = None
+
+    @property
+    def url(self) -> str:
+        """Site-relative URL with directory URLs (``articles/<slug>/``)."""
+        return f"{ARTICLES_DIR}/{self.slug}/"
+
+
+@dataclass
+class Site:
+    articles: dict[str, Article]  # in route order
+    route: Route
+    authors: dict[str, Author]
+    tags: dict[str, str]
+    problems: list[Problem]
+
+    def newest(self, n: int | None = None) -> list[Article]:
+        items = sorted(self.articles.values(), key=lambda a: (a.date, a.slug), reverse=True)
+        return items if n is None else items[:n]
+
+    @cached_property
+    def _uri_index(self) -> dict[str, Article]:
+        return {a.src_uri: a for a in self.articles.values()}
+
+    def by_uri(self, src_uri: str) -> Article | None:
+        return self._uri_index.get(src_uri)
+
+
+def _is_date(value: Any) -> bool:
+    return isinstance(value, dt.date) and not isinstance(value, dt.datetime)
+
+
+def check_meta(
+    path: str, fm: frontmatter.FrontMatter, authors: dict[str, Author], tags: dict[str, str]
+) -> list[Problem]:
+    """Validate one article's front matter; return every problem found."""
+    if fm.error:
+        return [Problem(path, fm.error_line, fm.error, "检查缩进、冒号后的空格和引号是否成对")]
+    meta, out = fm.meta, []
+    for key in REQUIRED:
+        if key not in meta or meta[key] in (None, "", []):
+            out.append(Problem(path, 1, f"front matter 缺少必填字段 {key}", f"在 front matter 中加入 {key}:"))
+    for key in meta:
+        if key not in REQUIRED and key not in OPTIONAL:
+            out.append(Problem(path, fm.line_of(key), f"未知字段 {key}",
+                               f"可用字段：{'、'.join(REQUIRED + OPTIONAL)}"))
+    for key in ("title", "description", "author"):
+        if key in meta and meta[key] not in (None, "") and not isinstance(meta[key], str):
+            out.append(Problem(path, fm.line_of(key), f"{key} 应是字符串", "给值加上引号"))
+    if isinstance(meta.get("description"), str) and "\n" in meta["description"].strip():
+        out.append(Problem(path, fm.line_of("description"), "description 应是一行摘要", "把摘要写成一行"))
+    if "date" in meta and meta["date"] not in (None, "") and not _is_date(meta["date"]):
+        out.append(Problem(path, fm.line_of("date"), f"date 不是日期：{meta['date']!r}",
+                           "写成 YYYY-MM-DD，例如 2026-11-20，不加引号"))
+    author = meta.get("author")
+    if isinstance(author, str) and author and author not in authors:
+        out.append(Problem(path, fm.line_of("author"), f"未知作者 {author}",
+                           f"先在 data/authors.yml 中登记，已有：{'、'.join(sorted(authors))}"))
+    tag_list = meta.get("tags")
+    if tag_list not in (None, "", []):
+        if not isinstance(tag_list, list) or not all(isinstance(t, str) for t in tag_list):
+            out.append(Problem(path, fm.line_of("tags"), "tags 应是字符串列表", "写成 tags: [Transformer, PyTorch]"))
+        else:
+            for tag in tag_list:
+                if tag not in tags:
+                    out.append(Problem(path, fm.line_of("tags"), f"标签「{tag}」不在允许列表中",
+                                       f"改用已有标签，或在 data/tags.yml 中新增；已有：{'、'.join(tags)}"))
+            if len(set(tag_list)) != len(tag_list):
+                out.append(Problem(path, fm.line_of("tags"), "tags 中有重复的标签", "删去重复项"))
+    if "readtime" in meta and (not isinstance(meta["readtime"], int) or isinstance(meta["readtime"], bool)
+                               or meta["readtime"] < 1):
+        out.append(Problem(path, fm.line_of("readtime"), "readtime 应是正整数（分钟）", "例如 readtime: 8"))
+    if "comments" in meta and not isinstance(meta["comments"], bool):
+        out.append(Problem(path, fm.line_of("comments"), "comments 应是 true 或 false"))
+    return out
+
+
+def body_with_snippets(body: str, first_line: int, path: str) -> tuple[str, list[Problem]]:
+    """Body with snippet includes expanded (for counting), plus include problems."""
+    problems: list[Problem] = []
+    lines = body.splitlines()
+    for inc in reversed(snippets.find(body, first_line)):
+        text, error = snippets.resolve(inc, ROOT)
+        if error:
+            problems.append(Problem(path, inc.line, error, "检查路径（相对仓库根目录）和 [start:名字] 标记"))
+            continue
+        lines[inc.line - first_line] = text or ""
+    return "\n".join(lines), problems
+
+
+def load_article(file: Path, authors: dict[str, Author], tags: dict[str, str]) -> tuple[Article | None, list[Problem]]:
+    path = rel(file)
+    text = file.read_text(encoding="utf-8")
+    fm = frontmatter.split(text)
+    problems = check_meta(path, fm, authors, tags)
+    slug = file.stem
+    if not SLUG.match(slug):
+        problems.append(Problem(path, 1, f"文件名 {file.name} 不是合法的 slug",
+                                "只用小写字母、数字和连字符，例如 transformer-attention.md"))
+    expanded, include_problems = body_with_snippets(fm.body, fm.body_line, path)
+    problems += include_problems
+    if problems:
+        return None, problems
+    meta = fm.meta
+    minutes = meta.get("readtime") or readtime.minutes(expanded)
+    article = Article(
+        slug=slug,
+        src_uri=f"{ARTICLES_DIR}/{file.name}",
+        title=meta["title"].strip(),
+        description=meta["description"].strip(),
+        author=authors[meta["author"]],
+        date=meta["date"],
+        tags=list(meta["tags"]),
+        readtime=int(minutes),
+        comments=bool(meta.get("comments", True)),
+    )
+    return article, []
+
+
+def article_files(docs: Path = DOCS) -> list[Path]:
+    folder = docs / ARTICLES_DIR
+    return sorted(p for p in folder.glob("*.md") if p.name != LISTING)
+
+
+def load_site(docs: Path = DOCS, data: Path | None = None) -> Site:
+    """Read every article and the data files once; collect all problems."""
+    from .paths import DATA
+
+    data = data or DATA
+    authors, problems = load_authors(data / "authors.yml")
+    tags, p = load_tags(data / "tags.yml")
+    problems += p
+    route, p = load_route(data / "route.yml")
+    problems += p
+    loaded: dict[str, Article] = {}
+    titles: dict[str, str] = {}
+    for file in article_files(docs):
+        article, p = load_article(file, authors, tags)
+        problems += p
+        if article is None:
+            continue
+        if article.title in titles:
+            problems.append(Problem(rel(file), 1, f"标题与 {titles[article.title]} 重复", "换一个标题"))
+        titles[article.title] = rel(file)
+        loaded[article.slug] = article
+    problems += check_route(route, {f.stem for f in article_files(docs)}, data / "route.yml")
+    ordered: dict[str, Article] = {}
+    for i, entry in enumerate(e for e in route.entries if e.slug in loaded):
+        a = loaded[entry.slug]
+        if a.slug in ordered:
+            continue
+        a.stage, a.position, a.labs = entry.stage, i, entry.labs
+        ordered[a.slug] = a
+    order = list(ordered)
+    for i, slug in enumerate(order):
+        ordered[slug].prev = order[i - 1] if i > 0 else None
+        ordered[slug].next = order[i + 1] if i + 1 < len(order) else None
+    return Site(ordered, route, authors, tags, problems)
+
+
+def check_route(route: Route, slugs: set[str], route_file: Path) -> list[Problem]:
+    path, out, seen = rel(route_file), [], set()
+    for entry in route.entries:
+        if entry.slug in seen:
+            out.append(Problem(path, entry.line, f"学习路线中 {entry.slug} 出现了不止一次", "每篇文章只放一处"))
+        seen.add(entry.slug)
+        if entry.slug not in slugs:
+            out.append(Problem(path, entry.line, f"学习路线中的 {entry.slug} 没有对应的文章",
+                               f"创建 docs/articles/{entry.slug}.md，或从路线中删去这一项"))
+    for slug in sorted(slugs - seen):
+        out.append(Problem(f"docs/{ARTICLES_DIR}/{slug}.md", 1, "这篇文章不在学习路线中",
+                           f"在 data/route.yml 的某个阶段的 articles 下加入 - {slug}"))
+    return out

@@ -1,0 +1,132 @@
+"""The site's data files: authors, allowed tags and the learning route."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from .paths import DATA, rel
+from .problems import Problem
+
+
+@dataclass(frozen=True)
+class Author:
+    id: str
+    name: str
+    bio: str = ""
+    avatar: str = ""  # path under docs/, never a URL
+
+
+@dataclass
+class Stage:
+    title: str
+    summary: str
+    slugs: list[str]
+    line: int
+
+
+@dataclass
+class RouteEntry:
+    slug: str
+    stage: int
+    line: int
+    labs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Route:
+    stages: list[Stage]
+    entries: list[RouteEntry]
+
+    def order(self) -> list[str]:
+        return [e.slug for e in self.entries]
+
+
+def _load_yaml(path: Path) -> tuple[object, list[Problem]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, [Problem(rel(path), 1, "文件不存在")]
+    try:
+        return yaml.safe_load(text), []
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        return None, [Problem(rel(path), line, f"不是合法的 YAML：{exc}")]
+
+
+def _line_index(path: Path) -> dict[str, int]:
+    """First line on which each word-like token (slug, key) appears."""
+    index: dict[str, int] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for token in re.findall(r"[\w./-]+", line.split("#")[0]):
+            index.setdefault(token, n)
+    return index
+
+
+@lru_cache(maxsize=8)
+def _authors(path: Path, mtime: float) -> tuple[dict[str, Author], tuple[Problem, ...]]:
+    data, problems = _load_yaml(path)
+    authors: dict[str, Author] = {}
+    if isinstance(data, dict):
+        for key, value in data.items():
+            value = value or {}
+            avatar = str(value.get("avatar", "") or "")
+            if "://" in avatar or avatar.startswith("//"):
+                problems.append(
+                    Problem(rel(path), _line_index(path).get(str(key), 1),
+                            f"作者 {key} 的头像指向外部网址", "把头像放到 docs/assets/authors/ 下，写相对路径")
+                )
+                avatar = ""
+            authors[str(key)] = Author(str(key), str(value.get("name", key)), str(value.get("bio", "")), avatar)
+    elif data is not None or not problems:
+        problems.append(Problem(rel(path), 1, "作者文件应是以作者 ID 为键的映射"))
+    return authors, tuple(problems)
+
+
+def load_authors(path: Path = DATA / "authors.yml") -> tuple[dict[str, Author], list[Problem]]:
+    authors, problems = _authors(path, path.stat().st_mtime if path.exists() else 0.0)
+    return authors, list(problems)
+
+
+def load_tags(path: Path = DATA / "tags.yml") -> tuple[dict[str, str], list[Problem]]:
+    """Allowed tags and their one-line descriptions."""
+    data, problems = _load_yaml(path)
+    if isinstance(data, dict):
+        return {str(k): str(v or "") for k, v in data.items()}, problems
+    if not problems:
+        problems.append(Problem(rel(path), 1, "标签文件应是「标签: 说明」形式的映射"))
+    return {}, problems
+
+
+def load_route(path: Path = DATA / "route.yml") -> tuple[Route, list[Problem]]:
+    data, problems = _load_yaml(path)
+    route = Route([], [])
+    if data is None:
+        return route, problems
+    lines = _line_index(path)
+    stages = data.get("stages") if isinstance(data, dict) else None
+    if not isinstance(stages, list):
+        problems.append(Problem(rel(path), 1, "学习路线应有 stages 列表"))
+        return route, problems
+    for i, raw in enumerate(stages):
+        if not isinstance(raw, dict) or not raw.get("title"):
+            problems.append(Problem(rel(path), 1, f"第 {i + 1} 个阶段缺少 title"))
+            continue
+        title = str(raw["title"])
+        stage = Stage(title, str(raw.get("summary", "")), [], lines.get("title", 1))
+        for item in raw.get("articles") or []:
+            labs: list[str] = []
+            if isinstance(item, dict):
+                slug = str(item.get("slug", ""))
+                labs = [str(x) for x in item.get("labs") or []]
+            else:
+                slug = str(item)
+            stage.slugs.append(slug)
+            route.entries.append(RouteEntry(slug, i, lines.get(slug, 1), labs))
+        route.stages.append(stage)
+    return route, problems

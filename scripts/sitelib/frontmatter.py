@@ -1,0 +1,60 @@
+"""Strict front-matter parsing that keeps line numbers.
+
+MkDocs silently drops front matter that is not valid YAML; here it is an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+
+@dataclass
+class FrontMatter:
+    meta: dict[str, Any]
+    body: str
+    body_line: int  # 1-based line number of the first body line
+    key_lines: dict[str, int] = field(default_factory=dict)
+    error: str = ""
+    error_line: int = 1
+
+    def line_of(self, key: str) -> int:
+        return self.key_lines.get(key, 1)
+
+
+def split(text: str) -> FrontMatter:
+    """Split ``text`` into front matter and body; never raises on bad YAML."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n") != "---":
+        return FrontMatter({}, text, 1, error="缺少 front matter（文件第一行应为 ---）")
+    end = None
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n") in ("---", "..."):
+            end = i
+            break
+    if end is None:
+        return FrontMatter({}, text, 1, error="front matter 没有结束的 --- 行")
+    raw = "".join(lines[1:end])
+    body = "".join(lines[end + 1 :])
+    fm = FrontMatter({}, body, end + 2)
+    try:
+        node = yaml.compose(raw, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        fm.error = f"front matter 不是合法的 YAML：{getattr(exc, 'problem', None) or exc}"
+        fm.error_line = (mark.line + 2) if mark is not None else 1
+        return fm
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        fm.error = "front matter 应是「键: 值」形式的映射"
+        fm.error_line = 2
+        return fm
+    fm.meta = data
+    if isinstance(node, yaml.MappingNode):
+        for key_node, _ in node.value:
+            fm.key_lines[str(key_node.value)] = key_node.start_mark.line + 2
+    return fm

@@ -1,0 +1,21 @@
+"""Well-known locations of the repository."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+ARTICLES = DOCS / "articles"
+CODE = ROOT / "code"
+DATA = ROOT / "data"
+CACHE = Path(os.environ.get("LLM_SITE_CACHE", ROOT / ".cache"))
+
+
+def rel(path: Path) -> str:
+    """Path relative to the repository root, for messages."""
+    try:
+        return path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
