@@ -1,0 +1,148 @@
+"""全站共用的绘图工具：字体、尺寸、配色和输出格式都在这里统一。
+
+文章里的图、动手实验里的图都通过它来画，所以看起来像同一个网站的一部分：
+- 中文字体：随 requirements.txt 安装的 Noto Sans SC（OFL 许可），按文件路径注册；
+- 两套配色：light 对应 Material 的浅色模式，dark 对应深色模式（slate）；
+- 输出 SVG，去掉日期等元数据并固定哈希盐，同样的输入得到逐字节相同的文件。
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # 构建时没有屏幕
+
+import matplotlib.pyplot as plt
+import pylopdf_fonts_zh_cn
+from matplotlib import font_manager
+
+# 图的版式版本号：改了下面的样式就把它加一，所有图都会重画（它是缓存键的一部分）
+STYLE_VERSION = 1
+
+FONT_PATH = Path(pylopdf_fonts_zh_cn.__file__).with_name("NotoSansSC-Regular.otf")
+font_manager.fontManager.addfont(str(FONT_PATH))
+FONT_NAME = font_manager.FontProperties(fname=str(FONT_PATH)).get_name()
+
+# 尺寸（英寸）：宽图占满正文栏，方图用于单张热力图
+SIZES = {"wide": (8.0, 3.4), "square": (4.6, 4.2), "tall": (8.0, 4.8)}
+
+THEMES: dict[str, dict[str, Any]] = {
+    "light": {
+        "fg": "#1f2430",
+        "muted": "#5f6673",
+        "grid": "#d8dbe2",
+        "colors": ["#3f51b5", "#e8603c", "#2a9d8f", "#b5179e", "#8a6d00", "#5c677d"],
+        "cmap": "viridis",
+    },
+    "dark": {
+        "fg": "#e3e5ec",
+        "muted": "#a9afbc",
+        "grid": "#3b4152",
+        "colors": ["#8c9eff", "#ff8a65", "#4dd0c1", "#f48fb1", "#ffd54f", "#b0bec5"],
+        "cmap": "magma",
+    },
+}
+
+
+def rc_params(theme: str) -> dict[str, Any]:
+    """某套配色下的 matplotlib 参数。背景透明，图片嵌在页面里与主题背景融为一体。"""
+    t = THEMES[theme]
+    return {
+        "font.family": [FONT_NAME, "DejaVu Sans"],  # 中文字体放在第一位
+        "mathtext.fontset": "custom",  # $…$ 中的中文也用 Noto Sans SC
+        "mathtext.rm": FONT_NAME,
+        "mathtext.it": f"{FONT_NAME}:italic",
+        "mathtext.bf": f"{FONT_NAME}:bold",
+        "mathtext.fallback": "cm",
+        "axes.unicode_minus": False,  # Noto Sans SC 里的减号字形更统一
+        "font.size": 10,
+        "axes.titlesize": 11,
+        "axes.labelsize": 10,
+        "figure.dpi": 100,
+        "savefig.dpi": 200,  # 热力图等位图部分按 2 倍分辨率嵌入，高分屏上也清晰
+        "figure.facecolor": "none",
+        "axes.facecolor": "none",
+        "savefig.facecolor": "none",
+        "savefig.transparent": True,
+        "text.color": t["fg"],
+        "axes.labelcolor": t["fg"],
+        "axes.edgecolor": t["muted"],
+        "axes.titlecolor": t["fg"],
+        "xtick.color": t["muted"],
+        "ytick.color": t["muted"],
+        "xtick.labelcolor": t["fg"],
+        "ytick.labelcolor": t["fg"],
+        "grid.color": t["grid"],
+        "axes.grid": False,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.prop_cycle": matplotlib.cycler(color=t["colors"]),
+        "image.cmap": t["cmap"],
+        "legend.frameon": False,
+        "lines.linewidth": 1.8,
+        "lines.markersize": 5,
+        "svg.fonttype": "path",  # 文字转成路径：读者电脑上没有中文字体也能显示
+        "svg.hashsalt": "llm-study-platform",  # 固定 SVG 里的 id，保证逐字节可复现
+        "figure.constrained_layout.use": True,
+    }
+
+
+@contextmanager
+def theme(name: str) -> Iterator[dict[str, Any]]:
+    """在一套配色下作图：with theme("dark") as t: ..."""
+    with matplotlib.rc_context(rc_params(name)):
+        yield THEMES[name]
+
+
+def new_figure(ncols: int = 1, nrows: int = 1, size: str = "wide", **kwargs: Any) -> tuple[Any, Any]:
+    """按全站统一的尺寸新建一张图。"""
+    return plt.subplots(nrows, ncols, figsize=SIZES[size], **kwargs)
+
+
+def heatmap(ax: Any, matrix: Any, xlabels: Sequence[str] | None = None, ylabels: Sequence[str] | None = None,
+            vmin: float | None = 0.0, vmax: float | None = None, colorbar: bool = True) -> Any:
+    """画一张带刻度标签的热力图（注意力权重等）。"""
+    image = ax.imshow(matrix, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="auto")
+    if xlabels is not None:
+        ax.set_xticks(range(len(xlabels)), labels=list(xlabels))
+    if ylabels is not None:
+        ax.set_yticks(range(len(ylabels)), labels=list(ylabels))
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, shrink=0.85)
+    return image
+
+
+def save(fig: Any, path: str | Path) -> None:
+    """把图保存为 SVG（或 PNG），去掉日期等会变化的元数据，然后关闭它。"""
+    path = Path(path)
+    fmt = path.suffix.lstrip(".")
+    metadata = {"Date": None, "Creator": None} if fmt == "svg" else {"Software": None}
+    fig.savefig(path, format=fmt, metadata=metadata)
+    plt.close(fig)
+
+
+def figure(name: str, *, article: str, title: str, caption: str, data: Sequence[str] = ()) -> Callable[..., Any]:
+    """声明一张构建时生成的图。
+
+    name    图的名字，文章里用 <!-- figure: name --> 引用；
+    article 用到它的文章（docs/articles/<article>.md）；
+    title   图片的替代文字（alt）；caption 图下的说明，告诉读者看哪里；
+    data    它读取的数据文件（相对仓库根目录），改动后图会重画。
+
+    scripts/build_figures.py 不导入代码就能读出这些声明（只解析语法树），
+    所以参数必须直接写成字符串字面量。被装饰的函数不带参数，返回一个 matplotlib 图。
+    """
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.figure_name = name  # type: ignore[attr-defined]
+        return fn
+
+    return mark
