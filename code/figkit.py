@@ -56,9 +56,13 @@ def rc_params(theme: str) -> dict[str, Any]:
         "font.family": [FONT_NAME, "DejaVu Sans"],  # 中文字体放在第一位
         "mathtext.fontset": "custom",  # $…$ 中的中文也用 Noto Sans SC
         "mathtext.rm": FONT_NAME,
-        "mathtext.it": f"{FONT_NAME}:italic",
-        "mathtext.bf": f"{FONT_NAME}:bold",
-        "mathtext.fallback": "cm",
+        "mathtext.it": FONT_NAME,  # Noto Sans SC 没有斜体，公式变量用正体
+        "mathtext.bf": FONT_NAME,
+        "mathtext.sf": FONT_NAME,
+        "mathtext.tt": FONT_NAME,
+        "mathtext.cal": FONT_NAME,
+        "mathtext.fallback": "cm",  # 中文字体里没有的数学符号（如积分号）用 Computer Modern
+        # 注意：custom 字体集没有可伸缩的根号，图中的 √ 直接写字符「√」，不要用 \sqrt
         "axes.unicode_minus": False,  # Noto Sans SC 里的减号字形更统一
         "font.size": 10,
         "axes.titlesize": 11,
