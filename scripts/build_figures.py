@@ -1,0 +1,61 @@
+"""Build the figures that the articles embed.
+
+    python scripts/build_figures.py            # build what is out of date
+    python scripts/build_figures.py --force    # rebuild everything
+    python scripts/build_figures.py --only attention-weights
+    python scripts/build_figures.py --list     # declarations, dependencies, cache state
+
+Figures are declared in code/figures/*.py with @figure(...) (see code/figkit.py).
+MkDocs runs the same pipeline from scripts/hook_figures.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from sitelib.figures import cache, registry, runner
+from sitelib.figures.deps import closure
+from sitelib.paths import rel
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="生成文章中的图（带缓存）")
+    parser.add_argument("--force", action="store_true", help="忽略缓存，全部重画")
+    parser.add_argument("--only", action="append", metavar="NAME", help="只处理这张图（可重复）")
+    parser.add_argument("--list", action="store_true", help="列出所有图、依赖和缓存状态，不作图")
+    args = parser.parse_args(argv)
+
+    try:
+        specs = registry.discover()
+    except registry.DeclarationError as exc:
+        print(f"错误：{exc}", file=sys.stderr)
+        return 2
+    if args.only:
+        unknown = sorted(set(args.only) - set(specs))
+        if unknown:
+            print(f"错误：没有声明过的图：{'、'.join(unknown)}（已有：{'、'.join(specs)}）", file=sys.stderr)
+            return 2
+        specs = {name: specs[name] for name in args.only}
+    items = runner.plan(specs.values(), force=args.force)
+
+    if args.list:
+        for item in items:
+            state = "已缓存" if item.cached else "需生成"
+            deps = ", ".join(rel(p) for p in closure(item.spec.module))
+            print(f"{item.spec.name}  [{state}]  文章 {item.spec.article}  {item.spec.where}\n    依赖：{deps}")
+        return 0
+    try:
+        runner.run(items)
+    except runner.FigureError as exc:
+        print(f"错误：{exc}", file=sys.stderr)
+        return 1
+    print(f"缓存目录：{rel(cache.ROOT_DIR)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

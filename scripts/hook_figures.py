@@ -1,0 +1,98 @@
+"""MkDocs hook: build-time figures.
+
+- on_files: finds the declared figures, builds the out-of-date ones in a
+  subprocess (``scripts/build_figures.py``; the MkDocs process never imports
+  torch, and edited modules are always loaded fresh) and adds the cached SVGs
+  as generated files ``figures/<name>.<theme>.svg``: nothing is written into
+  docs/, so ``mkdocs serve`` does not loop.
+- on_page_markdown: replaces ``<!-- figure: NAME -->`` with the light and dark
+  images (Material shows the one matching the palette) and the caption.
+- on_serve: code/ is watched through ``watch:`` in mkdocs.yml; an edit there
+  triggers a rebuild and only the figures whose inputs changed are redrawn.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import posixpath
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File
+
+from sitelib.figures import cache, registry, runner
+
+log = logging.getLogger("mkdocs.hooks.figures")
+SCRIPT = Path(__file__).resolve().parent / "build_figures.py"
+MARKER = re.compile(r"^<!--\s*figure:\s*(?P<name>[\w-]+)\s*-->\s*$", re.M)
+TARGET = "figures"
+
+_specs: dict[str, registry.FigureSpec] = {}
+
+
+def _build(names: list[str]) -> None:
+    start = time.perf_counter()
+    cmd = [sys.executable, str(SCRIPT)] + [arg for n in names for arg in ("--only", n)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8")
+    for line in proc.stdout.splitlines():
+        log.info("figures: %s", line.strip())
+    if proc.returncode != 0:
+        raise PluginError(f"生成文章插图失败：\n{proc.stderr.strip() or proc.stdout.strip()}")
+    log.info("figures: 重新生成 %d 张图，用时 %.1f s", len(names), time.perf_counter() - start)
+
+
+def on_files(files: Any, config: Any) -> Any:
+    global _specs
+    try:
+        _specs = registry.discover()
+    except registry.DeclarationError as exc:
+        raise PluginError(f"图的声明有误：{exc}") from exc
+    items = runner.plan(_specs.values())
+    stale = [item.spec.name for item in items if not item.cached]
+    if stale:
+        _build(stale)
+        items = runner.plan(_specs.values())
+    for item in items:
+        for theme, path in cache.outputs(item.spec, item.key).items():
+            if not path.is_file():
+                raise PluginError(f"图 {item.spec.name} 的缓存文件不存在：{path}")
+            uri = f"{TARGET}/{item.spec.name}.{theme}.{cache.FORMAT}"
+            files.append(File.generated(config, uri, abs_src_path=str(path)))
+    return files
+
+
+def figure_markdown(spec: registry.FigureSpec, page_uri: str) -> str:
+    base = posixpath.relpath(TARGET, posixpath.dirname(page_uri) or ".")
+    alt = spec.title.replace("[", "（").replace("]", "）")
+    images = "\n".join(
+        f"![{alt}]({base}/{spec.name}.{theme}.{cache.FORMAT}#only-{theme}){{ loading=lazy }}"
+        for theme in cache.THEMES
+    )
+    return (
+        f'<figure class="llm-figure" id="fig-{spec.name}" markdown>\n\n{images}\n\n'
+        f"<figcaption>{html.escape(spec.caption)}</figcaption>\n</figure>\n"
+    )
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    if "figure:" not in markdown:
+        return markdown
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group("name")
+        spec = _specs.get(name)
+        if spec is None:
+            known = "、".join(sorted(_specs)) or "（无）"
+            raise PluginError(
+                f"docs/{page.file.src_uri}: 引用了没有声明的图 {name}（已声明：{known}）。"
+                "在 code/figures/ 中用 @figure 声明它，或改正名字。"
+            )
+        return figure_markdown(spec, page.file.src_uri)
+
+    return MARKER.sub(replace, markdown)

@@ -1,0 +1,126 @@
+"""Content-addressed figure cache under ``.cache/figures`` (outside docs/ and git).
+
+Key = hash of: the pipeline version, the declaration, the bytes of the
+declaring module and of every ``code/`` module it imports (figkit, the shared
+style, among them), the data files it names, and the versions of Python and of
+the libraries that draw it. Entries are directories written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+from ..paths import CACHE, CODE, ROOT, rel
+from .deps import closure
+from .registry import FigureSpec
+
+PIPELINE_VERSION = "1"
+THEMES = ("light", "dark")
+FORMAT = "svg"
+LIBRARIES = ("torch", "numpy", "matplotlib", "pylopdf-fonts-zh-cn")
+ROOT_DIR = CACHE / "figures"
+
+
+@cache
+def library_versions() -> tuple[tuple[str, str], ...]:
+    out = []
+    for name in LIBRARIES:
+        try:
+            out.append((name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            out.append((name, "missing"))
+    out.append(("python", f"{sys.version_info.major}.{sys.version_info.minor}"))
+    return tuple(out)
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Key:
+    digest: str
+    inputs: dict[str, str]  # what went into it, for --explain and debugging
+
+
+def key_for(spec: FigureSpec, code_dir: Path = CODE, root: Path = ROOT) -> Key:
+    inputs: dict[str, str] = {"pipeline": PIPELINE_VERSION, "format": FORMAT}
+    inputs["declaration"] = json.dumps(
+        [spec.name, spec.function, spec.article, spec.title, spec.caption, list(spec.data)], ensure_ascii=False
+    )
+    for path in closure(spec.module, code_dir):
+        inputs[f"module:{rel(path)}"] = _file_digest(path)
+    for item in spec.data:
+        path = root / item
+        inputs[f"data:{item}"] = _file_digest(path) if path.is_file() else "missing"
+    for name, version in library_versions():
+        inputs[f"lib:{name}"] = version
+    blob = json.dumps(inputs, sort_keys=True, ensure_ascii=False).encode()
+    return Key(hashlib.sha256(blob).hexdigest()[:20], inputs)
+
+
+def entry_dir(spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> Path:
+    return root / spec.name / key.digest
+
+
+def outputs(spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> dict[str, Path]:
+    base = entry_dir(spec, key, root)
+    return {theme: base / f"{theme}.{FORMAT}" for theme in THEMES}
+
+
+def is_cached(spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> bool:
+    return all(p.is_file() for p in outputs(spec, key, root).values())
+
+
+def staging_dir(spec: FigureSpec, root: Path = ROOT_DIR) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / f".tmp-{spec.name}-{os.getpid()}"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir()
+    return path
+
+
+def commit(staging: Path, spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> Path:
+    """Move a finished staging directory into place in one rename, prune older entries."""
+    target = entry_dir(spec, key, root)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    (staging / "inputs.json").write_text(json.dumps(key.inputs, indent=1, sort_keys=True, ensure_ascii=False))
+    try:
+        os.rename(staging, target)
+    except OSError:
+        # Someone else finished the same entry first: theirs is identical.
+        shutil.rmtree(staging, ignore_errors=True)
+    for old in target.parent.iterdir():
+        if old != target and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def clean_stale_staging(root: Path = ROOT_DIR) -> None:
+    """Remove staging directories left by an interrupted run (their process is gone)."""
+    if not root.is_dir():
+        return
+    for path in root.glob(".tmp-*"):
+        pid = path.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,93 @@
+"""Discover figure declarations by parsing ``code/figures/*.py`` (no import)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..paths import CODE, rel
+
+FIGURES_DIR = "figures"
+DECORATOR = "figure"
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    name: str
+    module: Path  # the file that declares and draws it
+    function: str
+    article: str
+    title: str
+    caption: str
+    data: tuple[str, ...]
+    line: int
+
+    @property
+    def where(self) -> str:
+        return f"{rel(self.module)}:{self.line}"
+
+
+class DeclarationError(ValueError):
+    pass
+
+
+def _literal(node: ast.expr, what: str, where: str) -> object:
+    try:
+        return ast.literal_eval(node)
+    except ValueError as exc:
+        raise DeclarationError(f"{where}: @figure 的参数 {what} 必须是字面量（字符串或字符串元组）") from exc
+
+
+def _decorator_call(dec: ast.expr) -> ast.Call | None:
+    if not isinstance(dec, ast.Call):
+        return None
+    func = dec.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return dec if name == DECORATOR else None
+
+
+def parse_module(path: Path) -> list[FigureSpec]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    specs = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for dec in node.decorator_list:
+            call = _decorator_call(dec)
+            if call is None:
+                continue
+            where = f"{rel(path)}:{node.lineno}"
+            if len(call.args) != 1:
+                raise DeclarationError(f"{where}: @figure 需要恰好一个位置参数：图的名字")
+            kw = {k.arg: _literal(k.value, str(k.arg), where) for k in call.keywords if k.arg}
+            missing = [k for k in ("article", "title", "caption") if not kw.get(k)]
+            if missing:
+                raise DeclarationError(f"{where}: @figure 缺少参数 {'、'.join(missing)}")
+            data = kw.get("data", ())
+            if isinstance(data, str):
+                data = (data,)
+            specs.append(
+                FigureSpec(
+                    name=str(_literal(call.args[0], "name", where)),
+                    module=path,
+                    function=node.name,
+                    article=str(kw["article"]),
+                    title=str(kw["title"]),
+                    caption=str(kw["caption"]),
+                    data=tuple(str(d) for d in data),
+                    line=node.lineno,
+                )
+            )
+    return specs
+
+
+def discover(code_dir: Path = CODE) -> dict[str, FigureSpec]:
+    """Every declared figure by name; duplicate names are an error."""
+    found: dict[str, FigureSpec] = {}
+    for path in sorted((code_dir / FIGURES_DIR).glob("*.py")):
+        for spec in parse_module(path):
+            if spec.name in found:
+                raise DeclarationError(f"{spec.where}: 图 {spec.name} 已在 {found[spec.name].where} 声明过")
+            found[spec.name] = spec
+    return found

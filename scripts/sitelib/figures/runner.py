@@ -1,0 +1,152 @@
+"""Plan (cheap, no heavy imports) and draw (imports the figure code) figures."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import random
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..paths import CODE, rel
+from . import cache
+from .registry import FigureSpec
+
+MAX_BYTES = 150 * 1024
+SEED = 0
+
+
+@dataclass
+class Planned:
+    spec: FigureSpec
+    key: cache.Key
+    cached: bool
+
+
+class FigureError(RuntimeError):
+    pass
+
+
+def plan(specs: Iterable[FigureSpec], force: bool = False, root: Path = cache.ROOT_DIR) -> list[Planned]:
+    out = []
+    for spec in specs:
+        key = cache.key_for(spec)
+        out.append(Planned(spec, key, (not force) and cache.is_cached(spec, key, root)))
+    return out
+
+
+def _describe(spec: FigureSpec) -> str:
+    return (
+        f"图 {spec.name} 生成失败：函数 {spec.function}（{spec.where}），"
+        f"用于文章 docs/articles/{spec.article}.md"
+    )
+
+
+_modules: dict[Path, ModuleType] = {}
+
+
+def _load(path: Path) -> ModuleType:
+    if path not in _modules:
+        code_dir = str(CODE)
+        if code_dir not in sys.path:
+            sys.path.insert(0, code_dir)
+        spec = importlib.util.spec_from_file_location(f"_llm_figures.{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _modules[path] = module
+    return _modules[path]
+
+
+class _GlyphWatch(logging.Handler):
+    """Collect matplotlib's complaints about missing glyphs and fonts."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _seed() -> None:
+    import numpy as np
+    import torch
+
+    random.seed(SEED)
+    np.random.seed(SEED)
+    torch.manual_seed(SEED)
+
+
+def draw(item: Planned, root: Path = cache.ROOT_DIR) -> Path:
+    """Draw both themes into a staging directory and commit it atomically."""
+    spec = item.spec
+    staging = cache.staging_dir(spec, root)
+    watch = _GlyphWatch()
+    mpl_logger = logging.getLogger("matplotlib")
+    mpl_logger.addHandler(watch)
+    try:
+        try:
+            module = _load(spec.module)
+            import figkit  # from code/, on sys.path after _load
+
+            fn: Any = getattr(module, spec.function)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for theme in cache.THEMES:
+                    _seed()
+                    with figkit.theme(theme):
+                        fig = fn()
+                        figkit.save(fig, staging / f"{theme}.{cache.FORMAT}")
+        except Exception as exc:
+            raise FigureError(f"{_describe(spec)}\n{traceback.format_exc()}") from exc
+        problems = [str(w.message) for w in caught] + watch.messages
+        glyph = [m for m in problems if "Glyph" in m or "missing from font" in m or "findfont" in m]
+        if glyph:
+            hint = "字体缺字（请用 figkit 的字体，不要另外指定字体）"
+            raise FigureError(f"{_describe(spec)}\n{hint}：\n" + "\n".join(glyph))
+        for path in staging.iterdir():
+            if path.stat().st_size > MAX_BYTES:
+                raise FigureError(
+                    f"{_describe(spec)}\n{path.name} 有 {path.stat().st_size // 1024} KB，超过 150 KB 上限："
+                    "减少数据点、缩小热力图，或改用更粗的网格"
+                )
+        return cache.commit(staging, spec, item.key, root)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        mpl_logger.removeHandler(watch)
+
+
+def describe_inputs(item: Planned) -> list[str]:
+    return [f"    {k} = {v[:16] if len(v) == 64 else v}" for k, v in sorted(item.key.inputs.items())]
+
+
+def run(items: list[Planned], root: Path = cache.ROOT_DIR, out: Any = None) -> tuple[int, int]:
+    """Draw every stale figure, print a line per figure and a total. Returns (built, cached)."""
+    out = out or sys.stdout
+    cache.clean_stale_staging(root)
+    start, built, cached = time.perf_counter(), 0, 0
+    for item in items:
+        t0 = time.perf_counter()
+        if item.cached:
+            cached += 1
+            print(f"  [缓存] {item.spec.name:<24} {time.perf_counter() - t0:6.2f} s", file=out, flush=True)
+            continue
+        draw(item, root)
+        built += 1
+        print(f"  [生成] {item.spec.name:<24} {time.perf_counter() - t0:6.2f} s  ({rel(item.spec.module)})",
+              file=out, flush=True)
+    total = time.perf_counter() - start
+    print(f"共 {len(items)} 张图：{built} 张重新生成，{cached} 张来自缓存，用时 {total:.2f} s", file=out, flush=True)
+    return built, cached
