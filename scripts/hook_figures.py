@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import html
 import logging
 import posixpath
 import re
@@ -76,7 +75,7 @@ def figure_markdown(spec: registry.FigureSpec, page_uri: str) -> str:
     )
     return (
         f'<figure class="llm-figure" id="fig-{spec.name}" markdown>\n\n{images}\n\n'
-        f"<figcaption>{html.escape(spec.caption)}</figcaption>\n</figure>\n"
+        f"<figcaption markdown>\n{spec.caption}\n</figcaption>\n</figure>\n"
     )
 
 

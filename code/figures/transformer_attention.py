@@ -99,7 +99,7 @@ def _weights(d_k: int, scaled: bool) -> torch.Tensor:
     "dot-product-variance",
     article="transformer-attention",
     title="点积 q·k 的方差随 d_k 增长，除以 √d_k 后回到 1",
-    caption="圆点是实测的方差，虚线是理论值 d_k；方块是除以 √d_k 之后的方差，稳定在 1 附近。"
+    caption="圆点是实测的方差，虚线是理论值 $d_k$；方块是除以 $\\sqrt{d_k}$ 之后的方差，稳定在 1 附近。"
     "两个坐标轴都是对数刻度。",
 )
 def dot_product_variance():
@@ -128,7 +128,7 @@ def dot_product_variance():
     article="transformer-attention",
     title="softmax 的最大权重随 d_k 变化：不缩放时趋近 1，缩放后保持平稳",
     caption="每个查询在 64 个键上做 softmax，纵轴是最大的那个权重（取平均）。"
-    "不缩放时 d_k 越大越接近 1，几乎只看一个位置，这就是饱和；缩放后基本不随 d_k 变化。",
+    "不缩放时 $d_k$ 越大越接近 1，几乎只看一个位置，这就是饱和；缩放后基本不随 $d_k$ 变化。",
 )
 def softmax_saturation():
     unscaled = [_weights(d, scaled=False).max(dim=-1).values.mean().item() for d in D_KS]
@@ -158,7 +158,7 @@ def softmax_jacobian_norm(w: torch.Tensor) -> torch.Tensor:
     article="transformer-attention",
     title="softmax 的梯度随 d_k 变化：不缩放时趋近 0，缩放后保持不变",
     caption="纵轴是 softmax 对分数的梯度（雅可比矩阵的范数，取平均，对数刻度）。"
-    "不缩放时 d_k 越大梯度越小，反向传播几乎推不动参数；除以 √d_k 之后梯度保持在同一个量级。",
+    "不缩放时 $d_k$ 越大梯度越小，反向传播几乎推不动参数；除以 $\\sqrt{d_k}$ 之后梯度保持在同一个量级。",
 )
 def softmax_gradient():
     unscaled = [softmax_jacobian_norm(_weights(d, scaled=False)).mean().item() for d in D_KS]
