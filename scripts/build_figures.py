@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sitelib.figures import cache, registry, runner
-from sitelib.figures.deps import closure
+from sitelib.figures.deps import function_deps
 from sitelib.paths import rel
 
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for item in items:
             state = "已缓存" if item.cached else "需生成"
-            deps = ", ".join(rel(p) for p in closure(item.spec.module))
+            deps = ", ".join(rel(p) for p in function_deps(item.spec.module, item.spec.function))
             print(f"{item.spec.name}  [{state}]  文章 {item.spec.article}  {item.spec.where}\n    依赖：{deps}")
         return 0
     try:

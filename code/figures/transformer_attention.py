@@ -18,7 +18,7 @@ from functools import cache
 
 import torch
 from attention import causal_mask, scaled_dot_product_attention
-from figkit import figure, heatmap, new_figure
+from figkit import figure, heatmap, new_figure, plain_log_axis
 from multi_head_attention import MultiHeadAttention
 from positional_encoding import apply_rope, sinusoidal_position_encoding
 
@@ -113,8 +113,8 @@ def dot_product_variance():
     ax.plot(D_KS, D_KS, linestyle="--", label="理论值 $d_k$")
     ax.plot(D_KS, measured, "o", label="实测：$q\\cdot k$")
     ax.plot(D_KS, scaled, "s-", label="实测：$q\\cdot k$ / √$d_k$")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
+    plain_log_axis(ax, "x", D_KS)
+    plain_log_axis(ax, "y", [1, 4, 16, 64, 256])
     ax.set_xlabel("向量维度 $d_k$")
     ax.set_ylabel("分数的方差")
     ax.set_title("点积的方差与维度成正比")
@@ -137,7 +137,7 @@ def softmax_saturation():
     ax.plot(D_KS, unscaled, "o-", label="不缩放：softmax($q\\cdot k$)")
     ax.plot(D_KS, scaled, "s-", label="缩放：softmax($q\\cdot k$ / √$d_k$)")
     ax.axhline(1 / 64, linestyle=":", linewidth=1, label="均匀分布 1/64")
-    ax.set_xscale("log", base=2)
+    plain_log_axis(ax, "x", D_KS)
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("向量维度 $d_k$")
     ax.set_ylabel("最大权重的平均值")
@@ -157,8 +157,9 @@ def softmax_jacobian_norm(w: torch.Tensor) -> torch.Tensor:
     "softmax-gradient",
     article="transformer-attention",
     title="softmax 的梯度随 d_k 变化：不缩放时趋近 0，缩放后保持不变",
-    caption="纵轴是 softmax 对分数的梯度（雅可比矩阵的范数，取平均，对数刻度）。"
-    "不缩放时 $d_k$ 越大梯度越小，反向传播几乎推不动参数；除以 $\\sqrt{d_k}$ 之后梯度保持在同一个量级。",
+    caption="纵轴是 softmax 对分数的梯度（雅可比矩阵的范数，取平均）。"
+    "不缩放时，$d_k$ 超过 16 以后梯度迅速变小，反向传播几乎推不动参数；"
+    "除以 $\\sqrt{d_k}$ 之后，梯度在各种维度下都保持在同一水平。",
 )
 def softmax_gradient():
     unscaled = [softmax_jacobian_norm(_weights(d, scaled=False)).mean().item() for d in D_KS]
@@ -166,8 +167,8 @@ def softmax_gradient():
     fig, ax = new_figure(size="wide")
     ax.plot(D_KS, unscaled, "o-", label="不缩放")
     ax.plot(D_KS, scaled, "s-", label="除以 √$d_k$")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    plain_log_axis(ax, "x", D_KS)
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("向量维度 $d_k$")
     ax.set_ylabel("梯度大小（雅可比范数）")
     ax.set_title("缩放让梯度活下来")
@@ -207,14 +208,16 @@ def rope_relative():
     k = torch.randn(d, generator=generator, dtype=torch.float64)
     offsets = list(range(-32, 33))
     fig, ax = new_figure(size="wide")
-    for m, style in ((0, "-"), (100, "--"), (1000, ":")):
+    # 三条曲线会完全重合：第一条画成粗线，后两条只画标记点，才看得出它们落在同一条线上
+    for m, style in ((0, dict(linewidth=4, alpha=0.5)), (100, dict(linestyle="none", marker="o", markevery=4)),
+                     (1000, dict(linestyle="none", marker="x", markevery=(2, 4)))):
         scores = []
         for delta in offsets:
             positions = torch.tensor([m, m + delta], dtype=torch.float64)
             rotated_q = apply_rope(q[None], positions[:1])[0]
             rotated_k = apply_rope(k[None], positions[1:])[0]
             scores.append((rotated_q @ rotated_k).item() / math.sqrt(d))
-        ax.plot(offsets, scores, linestyle=style, linewidth=2.2 if style == "-" else 1.6, label=f"q 在位置 {m}")
+        ax.plot(offsets, scores, label=f"q 在位置 {m}", **style)
     ax.set_xlabel("相对距离 n − m（k 的位置减去 q 的位置）")
     ax.set_ylabel("注意力分数 q·k / √d")
     ax.set_title("旋转位置编码：分数只看相对距离")

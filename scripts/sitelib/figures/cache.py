@@ -1,8 +1,8 @@
 """Content-addressed figure cache under ``.cache/figures`` (outside docs/ and git).
 
 Key = hash of: the pipeline version, the declaration, the bytes of the
-declaring module and of every ``code/`` module it imports (figkit, the shared
-style, among them), the data files it names, and the versions of Python and of
+declaring module and of every ``code/`` module the figure's function uses,
+followed through helpers and imports (figkit, the shared style, always), the data files it names, and the versions of Python and of
 the libraries that draw it. Entries are directories written atomically.
 """
 
@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..paths import CACHE, CODE, ROOT, rel
-from .deps import closure
+from .deps import function_deps
 from .registry import FigureSpec
 
 PIPELINE_VERSION = "1"
@@ -56,7 +56,7 @@ def key_for(spec: FigureSpec, code_dir: Path = CODE, root: Path = ROOT) -> Key:
     inputs["declaration"] = json.dumps(
         [spec.name, spec.function, spec.article, spec.title, spec.caption, list(spec.data)], ensure_ascii=False
     )
-    for path in closure(spec.module, code_dir):
+    for path in function_deps(spec.module, spec.function, code_dir):
         inputs[f"module:{rel(path)}"] = _file_digest(path)
     for item in spec.data:
         path = root / item
