@@ -2,8 +2,9 @@
 
 Key = hash of: the pipeline version, the declaration, the bytes of the
 declaring module and of every ``code/`` module the figure's function uses,
-followed through helpers and imports (figkit, the shared style, always), the data files it names, and the versions of Python and of
-the libraries that draw it. Entries are directories written atomically.
+followed through helpers and imports (figkit, the shared style, always), the
+data files it names, and the versions of Python and of the libraries that
+draw it. Entries are directories written atomically.
 """
 
 from __future__ import annotations

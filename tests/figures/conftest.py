@@ -1,0 +1,85 @@
+"""Fixtures for the figure pipeline: throwaway copies of the repository."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+
+@dataclass
+class Repo:
+    root: Path
+
+    @property
+    def cache(self) -> Path:
+        return self.root / ".cache" / "figures"
+
+    def run(self, *args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        full_env = {k: v for k, v in os.environ.items() if k != "LLM_SITE_CACHE"}
+        full_env.update(env or {})
+        proc = subprocess.run(
+            [sys.executable, str(self.root / "scripts" / "build_figures.py"), *args],
+            cwd=self.root, capture_output=True, text=True, env=full_env, timeout=300,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"build_figures failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def outputs(self) -> dict[str, bytes]:
+        """Every cached figure file by '<name>/<file>' (key directory left out)."""
+        return {
+            f"{p.parent.parent.name}/{p.name}": p.read_bytes()
+            for p in sorted(self.cache.glob("*/*/*.svg"))
+        }
+
+
+def make_repo(dest: Path) -> Repo:
+    for part in ("code", "scripts", "data"):
+        shutil.copytree(ROOT / part, dest / part, ignore=IGNORE)
+    return Repo(dest)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    return make_repo(tmp_path / "repo")
+
+
+@pytest.fixture(scope="module")
+def built_repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    """A copy whose figures were built once, cold (shared by a module's tests)."""
+    repo = make_repo(tmp_path_factory.mktemp("built") / "repo")
+    repo.run()
+    return repo
+
+
+def status_lines(output: str) -> dict[str, str]:
+    """{figure name: '生成' | '缓存'} from the script's per-figure lines."""
+    out = {}
+    for line in output.splitlines():
+        line = line.strip()
+        if line.startswith("[生成]") or line.startswith("[缓存]"):
+            parts = line.split()
+            out[parts[1]] = parts[0].strip("[]")
+    return out
+
+
+def declared(repo: Repo) -> dict[str, list[str]]:
+    """{figure name: [dependency paths]} as reported by --list."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in repo.run("--list").stdout.splitlines():
+        if line.startswith("    依赖："):
+            assert current is not None
+            out[current] = [d.strip() for d in line.split("：", 1)[1].split(",")]
+        elif line and not line.startswith(" "):
+            current = line.split()[0]
+    return out

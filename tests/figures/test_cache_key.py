@@ -1,0 +1,113 @@
+"""Each kind of dependency changes a figure's cache key; unrelated edits do not."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, Repo
+
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from sitelib.figures import cache, deps, registry
+
+
+def keys(repo: Repo) -> dict[str, str]:
+    specs = registry.discover(repo.root / "code")
+    return {name: cache.key_for(spec, repo.root / "code", repo.root).digest for name, spec in specs.items()}
+
+
+def edit(path: Path, extra: str = "\n# edited\n") -> None:
+    path.write_text(path.read_text(encoding="utf-8") + extra, encoding="utf-8")
+
+
+def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    return {name for name in before if before[name] != after[name]}
+
+
+def users_of(repo: Repo, module: str) -> set[str]:
+    """Figures whose function uses ``module``, from the dependency analysis itself."""
+    specs = registry.discover(repo.root / "code")
+    target = (repo.root / "code" / module).resolve()
+    return {n for n, s in specs.items() if target in deps.function_deps(s.module, s.function, repo.root / "code")}
+
+
+def test_keys_are_stable_without_changes(repo: Repo) -> None:
+    assert keys(repo) == keys(repo)
+
+
+def test_editing_a_used_module_changes_only_its_figures(repo: Repo) -> None:
+    before = keys(repo)
+    edit(repo.root / "code" / "positional_encoding.py")
+    after = keys(repo)
+    assert changed(before, after) == users_of(repo, "positional_encoding.py")
+    assert changed(before, after) == {"sinusoidal-encoding", "rope-relative"}
+
+
+def test_a_transitive_import_counts(repo: Repo) -> None:
+    # multi_head_attention imports attention: editing attention must reach the multi-head figure
+    before = keys(repo)
+    edit(repo.root / "code" / "attention.py")
+    assert "multi-head-weights" in changed(before, keys(repo))
+    assert "sinusoidal-encoding" not in changed(before, keys(repo))
+
+
+def test_the_shared_style_invalidates_everything(repo: Repo) -> None:
+    before = keys(repo)
+    edit(repo.root / "code" / "figkit.py")
+    assert changed(before, keys(repo)) == set(before)
+
+
+def test_the_declaring_module_invalidates_its_figures(repo: Repo) -> None:
+    before = keys(repo)
+    edit(repo.root / "code" / "figures" / "transformer_attention.py")
+    assert changed(before, keys(repo)) == set(before)
+
+
+def test_an_unrelated_module_changes_nothing(repo: Repo) -> None:
+    before = keys(repo)
+    (repo.root / "code" / "unrelated_helper.py").write_text("X = 1\n", encoding="utf-8")
+    edit(repo.root / "code" / "unrelated_helper.py")
+    assert changed(before, keys(repo)) == set()
+
+
+def test_a_declared_data_file_counts(repo: Repo) -> None:
+    module = repo.root / "code" / "figures" / "transformer_attention.py"
+    text = module.read_text(encoding="utf-8")
+    text = text.replace('    "rope-relative",\n', '    "rope-relative",\n    data=("data/route.yml",),\n', 1)
+    module.write_text(text, encoding="utf-8")
+    before = keys(repo)
+    edit(repo.root / "data" / "route.yml")
+    assert changed(before, keys(repo)) == {"rope-relative"}
+
+
+def test_library_versions_count(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = keys(repo)
+    real = cache.library_versions()
+    bumped = tuple((n, v + ".post1") if n == "matplotlib" else (n, v) for n, v in real)
+    monkeypatch.setattr(cache, "library_versions", lambda: bumped)
+    assert changed(before, keys(repo)) == set(before)
+    bumped = tuple((n, "9.9.9") if n == "torch" else (n, v) for n, v in real)
+    monkeypatch.setattr(cache, "library_versions", lambda: bumped)
+    assert changed(before, keys(repo)) == set(before)
+
+
+def test_the_key_lists_torch_and_matplotlib_versions() -> None:
+    names = dict(cache.library_versions())
+    assert {"torch", "matplotlib", "numpy", "python"} <= set(names)
+    assert all(v != "missing" for v in names.values())
+
+
+def test_the_declaration_counts(repo: Repo) -> None:
+    module = repo.root / "code" / "figures" / "transformer_attention.py"
+    before = keys(repo)
+    text = module.read_text(encoding="utf-8")
+    module.write_text(text.replace("三条曲线完全重合", "三条曲线重合在一起", 1), encoding="utf-8")
+    after = keys(repo)
+    # the module's bytes changed too, so every figure of it is redrawn; the
+    # declaration is also hashed on its own (see cache.key_for inputs)
+    assert "rope-relative" in changed(before, after)
+    spec = registry.discover(repo.root / "code")["rope-relative"]
+    assert "三条曲线重合在一起" in cache.key_for(spec, repo.root / "code", repo.root).inputs["declaration"]

@@ -1,0 +1,136 @@
+"""The figure script end to end, on throwaway copies of the repository."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .conftest import Repo, declared, make_repo, status_lines
+
+MAX_BYTES = 150 * 1024
+
+
+def test_cold_build_makes_every_declared_figure_in_both_themes(built_repo: Repo) -> None:
+    names = set(declared(built_repo))
+    assert len(names) >= 7
+    files = built_repo.outputs()
+    assert set(files) == {f"{n}/{t}.svg" for n in names for t in ("light", "dark")}
+    # no staging leftovers
+    assert not list(built_repo.cache.glob(".tmp-*"))
+
+
+def test_second_run_is_all_cached_and_never_imports_torch(built_repo: Repo, tmp_path: Path) -> None:
+    # A fake torch / matplotlib that explode on import: a warm run must not touch them.
+    for name in ("torch", "matplotlib"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"raise ImportError('{name} imported on a warm run')\n")
+    proc = built_repo.run(env={"PYTHONPATH": str(tmp_path)})
+    states = status_lines(proc.stdout)
+    assert states and set(states.values()) == {"缓存"}, proc.stdout
+    assert set(states) == set(declared(built_repo))
+
+
+def test_each_output_is_small_and_svg(built_repo: Repo) -> None:
+    for name, data in built_repo.outputs().items():
+        assert data.startswith(b"<?xml") and b"<svg" in data[:400], name
+        assert len(data) <= MAX_BYTES, f"{name}: {len(data)} bytes"
+
+
+def test_light_and_dark_variants_differ_in_colour(built_repo: Repo) -> None:
+    files = built_repo.outputs()
+    for name in {k.split("/")[0] for k in files}:
+        assert files[f"{name}/light.svg"] != files[f"{name}/dark.svg"], name
+
+
+def test_chinese_glyphs_come_from_the_cjk_font(built_repo: Repo) -> None:
+    # Text is stored as glyph paths with ids "<font>-<glyph index>"; glyph 0 is
+    # .notdef, the box drawn for a missing character.
+    svg = built_repo.outputs()["attention-weights/light.svg"].decode()
+    glyphs = set(re.findall(r'<path id="([A-Za-z-]+)-([0-9a-f]+)"', svg))
+    assert glyphs, "text should be embedded as glyph paths"
+    assert {font for font, _ in glyphs} == {"NotoSansSC-Regular"}
+    assert all(index != "0" for _, index in glyphs)
+    # at least one distinct glyph per distinct 汉字 on the figure's labels
+    hanzi = set("我今天读了一篇注意力笔记不加掩码因果被关注的词元键查询")
+    assert len(glyphs) >= len(hanzi)
+
+
+def test_touching_one_module_rebuilds_only_the_figures_that_use_it(built_repo: Repo) -> None:
+    module = built_repo.root / "code" / "positional_encoding.py"
+    original = module.read_text(encoding="utf-8")
+    try:
+        module.write_text(original + "\n# 一处无关紧要的修改\n", encoding="utf-8")
+        states = status_lines(built_repo.run().stdout)
+        users = {n for n, d in declared(built_repo).items() if "code/positional_encoding.py" in d}
+        assert users, "some figure must use positional_encoding.py"
+        assert {n for n, s in states.items() if s == "生成"} == users
+        assert {n for n, s in states.items() if s == "缓存"} == set(states) - users
+    finally:
+        module.write_text(original, encoding="utf-8")
+
+
+def test_force_rebuilds_everything(built_repo: Repo) -> None:
+    states = status_lines(built_repo.run("--force").stdout)
+    assert set(states.values()) == {"生成"}
+
+
+def test_only_builds_one_and_rejects_unknown_names(built_repo: Repo) -> None:
+    states = status_lines(built_repo.run("--only", "rope-relative", "--force").stdout)
+    assert states == {"rope-relative": "生成"}
+    proc = built_repo.run("--only", "no-such-figure", check=False)
+    assert proc.returncode != 0 and "no-such-figure" in proc.stderr
+
+
+def test_progress_lines_have_seconds_and_a_total(built_repo: Repo) -> None:
+    out = built_repo.run().stdout
+    assert re.search(r"\[缓存\] \S+\s+\d+\.\d\d s", out)
+    assert re.search(r"共 \d+ 张图：\d+ 张重新生成，\d+ 张来自缓存，用时 \d+\.\d\d s", out)
+
+
+def test_two_clean_builds_are_byte_identical(built_repo: Repo, tmp_path: Path) -> None:
+    other = make_repo(tmp_path / "second")
+    other.run()
+    assert other.outputs() == built_repo.outputs()
+
+
+def test_png_output_is_reproducible_too(tmp_path: Path) -> None:
+    script = (
+        "import sys; sys.path[:0] = ['code', 'code/figures']\n"
+        "import figkit, transformer_attention as ta, torch\n"
+        "for i in range(2):\n"
+        "    torch.manual_seed(0)\n"
+        "    with figkit.theme('light'):\n"
+        f"        figkit.save(ta.attention_weights(), r'{tmp_path}/a%d.png' % i)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-c", script], cwd=root, check=True, timeout=120)
+    assert (tmp_path / "a0.png").read_bytes() == (tmp_path / "a1.png").read_bytes()
+
+
+def test_killing_the_script_midway_leaves_a_consistent_cache(repo: Repo) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "LLM_SITE_CACHE"}
+    proc = subprocess.Popen(
+        [sys.executable, "-u", str(repo.root / "scripts" / "build_figures.py")],
+        cwd=repo.root, stdout=subprocess.PIPE, text=True, env=env,
+    )
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # the first figure is done: kill during the second
+    assert "[生成]" in first, first
+    time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    # every committed entry is complete
+    for entry in repo.cache.glob("*/*"):
+        if entry.name.startswith(".tmp-") or entry.parent.name.startswith(".tmp-"):
+            continue
+        assert {p.name for p in entry.iterdir()} == {"light.svg", "dark.svg", "inputs.json"}, entry
+    # the next run completes, cleans the leftovers and rebuilds only what is missing
+    states = status_lines(repo.run().stdout)
+    assert "缓存" in states.values() and "生成" in states.values()
+    assert not list(repo.cache.glob(".tmp-*"))
+    assert set(repo.outputs()) == {f"{n}/{t}.svg" for n in declared(repo) for t in ("light", "dark")}
