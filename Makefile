@@ -22,7 +22,7 @@ $(NODE_STAMP): package.json package-lock.json
 	rm -f node_modules/.installed-* && touch $@
 
 serve: setup
-	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+	SITE_URL=http://127.0.0.1:8000/ $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 build: setup
 	$(BIN)/mkdocs build --strict
