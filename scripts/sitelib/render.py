@@ -82,7 +82,7 @@ def page_uri(n: int) -> str:
 def article_list(site: Site, page: int, per_page: int, from_uri: str) -> str:
     items = site.newest()[(page - 1) * per_page : page * per_page]
     total = pages_count(site, per_page)
-    out = [f'<p class="llm-count">共 {len(site.articles)} 篇文章，按发布日期从新到旧排列。'
+    out = [f'<p class="llm-count" markdown>共 {len(site.articles)} 篇文章，按发布日期从新到旧排列。'
            f"也可以按[标签]({_link(from_uri, 'tags.md')})或[学习路线]({_link(from_uri, 'route.md')})浏览。</p>", ""]
     out += ['<div class="llm-cards" markdown>', ""]
     out += [card(a, from_uri) for a in items]

@@ -1,0 +1,248 @@
+"""The built site in headless Chromium, served under the GitHub Pages sub-path.
+
+Every test uses the ``page`` fixture (tests/conftest.py): at teardown it fails the
+test if the page requested anything from another host or logged an error.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ATTENTION, PROMPT = "transformer-attention", "prompt-engineering"
+
+# (id, URL under the base, source page under docs/)
+PAGES = [
+    ("home", "", "index.md"),
+    ("article-list", "articles/", "articles/index.md"),
+    ("route", "route/", "route.md"),
+    ("attention", f"articles/{ATTENTION}/", f"articles/{ATTENTION}.md"),
+]
+
+# Runs in the page: one report on the math of the current document.
+MATH_REPORT = """() => {
+  const problems = [];
+  const nodes = [...document.querySelectorAll('article .arithmatex')];
+  let display = 0;
+  for (const el of nodes) {
+    const roots = [...el.querySelectorAll('.katex')].filter(k => !k.parentElement.closest('.katex'));
+    const displays = el.querySelectorAll('.katex-display').length;
+    const isBlock = el.tagName === 'DIV';
+    if (roots.length !== 1) problems.push(`${roots.length} .katex roots in: ${el.textContent.slice(0, 60)}`);
+    if (displays !== (isBlock ? 1 : 0)) problems.push(`${displays} .katex-display in: ${el.textContent.slice(0, 60)}`);
+    if (el.querySelector('.katex-error')) problems.push(`KaTeX error in: ${el.textContent.slice(0, 60)}`);
+    if (isBlock) display += 1;
+  }
+  const clone = document.querySelector('article').cloneNode(true);
+  clone.querySelectorAll('.katex-mathml, annotation, pre, code, script').forEach(e => e.remove());
+  const text = clone.textContent;
+  const raw = ['$$', '\\\\frac', '\\\\sqrt', '\\\\operatorname', '\\\\(', '\\\\[', '\\\\top']
+    .filter(s => text.includes(s));
+  return {count: nodes.length, display, katex: document.querySelectorAll('.katex').length, problems, raw};
+}"""
+
+
+def _url(base: str, path: str) -> str:
+    return base + path
+
+
+def _expected_math(built_site) -> tuple[int, int]:
+    """(formulas, display formulas) in the built HTML of the attention article."""
+    html = (built_site.dir / "articles" / ATTENTION / "index.html").read_text(encoding="utf-8")
+    return html.count('class="arithmatex"'), len(re.findall(r'<div class="arithmatex"', html))
+
+
+def _check_math(page, built_site, content) -> None:
+    page.wait_for_selector("article .arithmatex .katex", state="attached")
+    report = page.evaluate(MATH_REPORT)
+    formulas, displays = _expected_math(built_site)
+    source_displays = content.articles[ATTENTION].body.count("$$") // 2
+    assert formulas > 0 and displays > 0, "the attention article has no formulas in its HTML"
+    assert report["count"] == formulas, f"{report['count']} .arithmatex in the page, {formulas} in the HTML"
+    assert report["display"] == displays >= source_displays, report
+    assert report["problems"] == [], "formulas not rendered exactly once:\n" + "\n".join(report["problems"])
+    assert report["raw"] == [], f"raw TeX visible in the text: {report['raw']}"
+    assert report["katex"] >= formulas
+
+
+def _palette_toggle(page):
+    """The visible palette toggle (Material shows the label of the *other* scheme)."""
+    return page.locator("form[data-md-component=palette] label:visible")
+
+
+def _scheme(page) -> str:
+    return page.evaluate("() => document.body.getAttribute('data-md-color-scheme')")
+
+
+def _switch_palette(page, to: str) -> None:
+    _palette_toggle(page).click()
+    page.wait_for_function("s => document.body.getAttribute('data-md-color-scheme') === s", arg=to)
+
+
+# --------------------------------------------------------------------------- pages
+
+
+@pytest.mark.parametrize(("url", "src"), [(u, s) for _, u, s in PAGES], ids=[i for i, _, _ in PAGES])
+def test_page_opens(page, site_server, content, url, src):
+    response = page.goto(_url(site_server, url))
+    assert response is not None and response.status == 200, f"/{url}: HTTP {response and response.status}"
+    title, heading = content.page_heading(src)
+    if src.startswith("articles/") and src != "articles/index.md":
+        title = heading = content.articles[src.split("/")[1].removesuffix(".md")].title
+    assert page.title() == f"{title} - {content.site_name}"
+    assert page.evaluate("() => document.documentElement.lang").startswith("zh")
+    h1 = page.locator("article h1")
+    assert h1.count() == 1
+    assert h1.inner_text().strip().removesuffix("¶").strip() == heading
+    box = h1.bounding_box()
+    assert box and box["width"] > 100 and box["height"] > 10, f"/{url}: h1 not rendered ({box})"
+    # Chinese glyphs take space: the heading is wider than its text would be with zero-width glyphs
+    width = page.evaluate(
+        "h => { const r = document.createRange(); r.selectNodeContents(h); return r.getBoundingClientRect().width; }",
+        h1.element_handle(),
+    )
+    hanzi = sum(1 for ch in heading if "\u4e00" <= ch <= "\u9fff")
+    font_px = page.evaluate("h => parseFloat(getComputedStyle(h).fontSize)", h1.element_handle())
+    assert width >= hanzi * font_px * 0.8, f"/{url}: heading is {width}px for {hanzi} 汉字 at {font_px}px"
+
+
+# --------------------------------------------------------------------------- math
+
+
+def test_math_rendered_once(page, site_server, built_site, content):
+    page.goto(_url(site_server, f"articles/{ATTENTION}/"))
+    _check_math(page, built_site, content)
+
+
+def test_math_after_instant_navigation(page, site_server, built_site, content):
+    page.goto(_url(site_server, "articles/"))
+    page.evaluate("() => { window.__noReload = true; }")
+    page.locator(f"article a.llm-card__title[href*='{ATTENTION}']").click()
+    page.wait_for_url(f"**/articles/{ATTENTION}/")
+    _check_math(page, built_site, content)
+    assert page.evaluate("() => window.__noReload === true"), "the click reloaded the page: instant navigation is off"
+    # away and back again, still by instant navigation: rendered once, not twice
+    page.locator("article a.llm-route").click()
+    page.wait_for_url("**/route/")
+    page.locator(f"article a[href*='{ATTENTION}']").first.click()
+    page.wait_for_url(f"**/articles/{ATTENTION}/")
+    _check_math(page, built_site, content)
+    assert page.evaluate("() => window.__noReload === true"), "instant navigation fell back to a reload"
+
+
+# --------------------------------------------------------------------------- images
+
+IMAGE_REPORT = """async (skipSuffix) => {
+  const imgs = [...document.querySelectorAll('img')].filter(i => !i.getAttribute('src').endsWith(skipSuffix));
+  const out = [];
+  for (const img of imgs) {
+    img.scrollIntoView({block: 'center'});
+    if (!img.complete || img.naturalWidth === 0) {
+      await new Promise(done => {
+        img.addEventListener('load', done, {once: true});
+        img.addEventListener('error', done, {once: true});
+        setTimeout(done, 5000);
+      });
+    }
+    out.push({src: img.getAttribute('src'), width: img.naturalWidth, shown: img.getClientRects().length > 0});
+  }
+  window.scrollTo(0, 0);
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("url", [u for _, u, _ in PAGES], ids=[i for i, _, _ in PAGES])
+def test_images_load_in_both_palettes(page, site_server, url):
+    page.goto(_url(site_server, url))
+    assert _scheme(page) == "default"
+    light = page.evaluate(IMAGE_REPORT, "#only-dark")
+    _switch_palette(page, "slate")
+    dark = page.evaluate(IMAGE_REPORT, "#only-light")
+    broken = [
+        f"{mode}: {i['src']}" for mode, imgs in (("light", light), ("dark", dark)) for i in imgs if i["width"] <= 0
+    ]
+    assert not broken, f"/{url}: images that did not load:\n" + "\n".join(broken)
+    hidden = [
+        f"{mode}: {i['src']}" for mode, imgs in (("light", light), ("dark", dark)) for i in imgs if not i["shown"]
+    ]
+    assert not hidden, f"/{url}: images not displayed in their own palette:\n" + "\n".join(hidden)
+    if url == f"articles/{ATTENTION}/":
+        assert any(i["src"].endswith("#only-light") for i in light), "no light figures in the attention article"
+        assert any(i["src"].endswith("#only-dark") for i in dark), "no dark figures in the attention article"
+
+
+# --------------------------------------------------------------------------- search
+
+SEARCH = "input[data-md-component=search-query]"
+RESULT_LINKS = ".md-search-result__item a"
+
+
+@pytest.mark.parametrize(
+    ("query", "slug"),
+    [("注意力", ATTENTION), ("多头", ATTENTION), ("位置编码", ATTENTION), ("提示", PROMPT)],
+)
+def test_search_finds_chinese_terms(page, site_server, query, slug):
+    page.goto(site_server)
+    page.click(SEARCH)
+    page.fill(SEARCH, query)
+    page.press(SEARCH, "End")  # Material searches on keyup
+    page.wait_for_function(
+        """([sel, path]) => [...document.querySelectorAll(sel)]
+             .some(a => new URL(a.href).pathname.endsWith(path))""",
+        arg=[RESULT_LINKS, f"/articles/{slug}/"],
+        timeout=15_000,
+    )
+    hrefs = page.eval_on_selector_all(RESULT_LINKS, "els => els.map(a => new URL(a.href).pathname)")
+    assert all(h.startswith("/llm-study-platform/") for h in hrefs), hrefs
+
+
+def test_search_results_follow_the_query(page, site_server):
+    """Results are replaced when the query changes (no stale hits from the previous query)."""
+    page.goto(site_server)
+    page.click(SEARCH)
+    for query, slug in (("多头", ATTENTION), ("提示", PROMPT)):
+        page.fill(SEARCH, query)
+        page.press(SEARCH, "End")
+        page.wait_for_function(
+            """([sel, path]) => { const items = [...document.querySelectorAll(sel)];
+                 return items.length > 0 && new URL(items[0].href).pathname.endsWith(path); }""",
+            arg=[RESULT_LINKS, f"/articles/{slug}/"],
+            timeout=15_000,
+        )
+
+
+# --------------------------------------------------------------------------- palette
+
+
+def test_palette_toggle(page, site_server):
+    page.goto(site_server)
+    background = "() => getComputedStyle(document.body).backgroundColor"
+    assert _scheme(page) == "default"
+    light_bg = page.evaluate(background)
+    _switch_palette(page, "slate")
+    dark_bg = page.evaluate(background)
+    assert dark_bg != light_bg, "the page looks the same in both palettes"
+    _switch_palette(page, "default")
+    assert page.evaluate(background) == light_bg
+    # the choice is remembered across pages
+    _switch_palette(page, "slate")
+    page.goto(site_server + "articles/")
+    assert _scheme(page) == "slate"
+
+
+# --------------------------------------------------------------------------- screenshot
+
+
+def test_screenshot_attention_article(page, site_server, built_site, content, record_artifact):
+    page.goto(_url(site_server, f"articles/{ATTENTION}/"))
+    _check_math(page, built_site, content)
+    page.evaluate(IMAGE_REPORT, "#only-dark")  # lazy images in view once, so they are in the picture
+    page.evaluate("() => document.fonts.ready")
+    path = built_site.tmp / "article.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.is_file() and path.stat().st_size > 10_000
+    record_artifact("screenshot of the attention article", path)
+    print(f"screenshot: {path}")
