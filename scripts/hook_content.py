@@ -4,8 +4,10 @@
   one collapsible section per stage (with navigation.prune a page carries its
   own stage, not the whole site).
 - on_files: reads and validates every article once (front matter schema,
-  authors, tags, route, snippets); any problem stops the build with
-  ``file:line`` messages.
+  authors, tags, route, snippets, and the body checks of sitelib/checks/:
+  HTML, images, links and anchors, figure markers, Chinese typography); any
+  problem stops the build with ``file:line`` messages, the same ones that
+  ``scripts/check_content.py`` prints.
 - on_nav: previous / next follow the route, not the file order.
 - on_page_markdown: attaches the article model to the page for templates.
 """

@@ -11,6 +11,7 @@ from typing import Any
 
 from . import frontmatter, readtime, snippets
 from .catalog import Author, Route, load_authors, load_route, load_tags
+from .checks import Context, Document, check_document
 from .paths import DOCS, ROOT, rel
 from .problems import Problem
 
@@ -99,9 +100,9 @@ def check_meta(
         if not isinstance(tag_list, list) or not all(isinstance(t, str) for t in tag_list):
             out.append(Problem(path, fm.line_of("tags"), "tags 应是字符串列表", "写成 tags: [Transformer, PyTorch]"))
         else:
-            for tag in tag_list:
+            for i, tag in enumerate(tag_list):
                 if tag not in tags:
-                    out.append(Problem(path, fm.line_of("tags"), f"标签「{tag}」不在允许列表中",
+                    out.append(Problem(path, fm.line_of("tags", i), f"标签「{tag}」不在允许列表中",
                                        f"改用已有标签，或在 data/tags.yml 中新增；已有：{'、'.join(tags)}"))
             if len(set(tag_list)) != len(tag_list):
                 out.append(Problem(path, fm.line_of("tags"), "tags 中有重复的标签", "删去重复项"))
@@ -113,12 +114,12 @@ def check_meta(
     return out
 
 
-def body_with_snippets(body: str, first_line: int, path: str) -> tuple[str, list[Problem]]:
+def body_with_snippets(body: str, first_line: int, path: str, root: Path = ROOT) -> tuple[str, list[Problem]]:
     """Body with snippet includes expanded (for counting), plus include problems."""
     problems: list[Problem] = []
     lines = body.splitlines()
     for inc in reversed(snippets.find(body, first_line)):
-        text, error = snippets.resolve(inc, ROOT)
+        text, error = snippets.resolve(inc, root)
         if error:
             problems.append(Problem(path, inc.line, error, "检查路径（相对仓库根目录）和 [start:名字] 标记"))
             continue
@@ -126,16 +127,24 @@ def body_with_snippets(body: str, first_line: int, path: str) -> tuple[str, list
     return "\n".join(lines), problems
 
 
-def load_article(file: Path, authors: dict[str, Author], tags: dict[str, str]) -> tuple[Article | None, list[Problem]]:
-    path = rel(file)
-    text = file.read_text(encoding="utf-8")
-    fm = frontmatter.split(text)
+def load_article(
+    file: Path,
+    authors: dict[str, Author],
+    tags: dict[str, str],
+    *,
+    root: Path = ROOT,
+    fm: frontmatter.FrontMatter | None = None,
+) -> tuple[Article | None, list[Problem]]:
+    """The article model of ``file``, or None and its problems (front matter, file name, snippets)."""
+    path = rel(file, root)
+    if fm is None:
+        fm = frontmatter.split(file.read_text(encoding="utf-8"))
     problems = check_meta(path, fm, authors, tags)
     slug = file.stem
     if not SLUG.match(slug):
         problems.append(Problem(path, 1, f"文件名 {file.name} 不是合法的 slug",
                                 "只用小写字母、数字和连字符，例如 transformer-attention.md"))
-    expanded, include_problems = body_with_snippets(fm.body, fm.body_line, path)
+    expanded, include_problems = body_with_snippets(fm.body, fm.body_line, path, root)
     problems += include_problems
     if problems:
         return None, problems
@@ -160,28 +169,58 @@ def article_files(docs: Path = DOCS) -> list[Path]:
     return sorted(p for p in folder.glob("*.md") if p.name != LISTING)
 
 
-def load_site(docs: Path = DOCS, data: Path | None = None) -> Site:
-    """Read every article and the data files once; collect all problems."""
-    from .paths import DATA
+def load_site(
+    docs: Path | None = None,
+    data: Path | None = None,
+    *,
+    root: Path | None = None,
+    checks: bool = True,
+) -> Site:
+    """Read every article and the data files once; collect all problems.
 
-    data = data or DATA
-    authors, problems = load_authors(data / "authors.yml")
-    tags, p = load_tags(data / "tags.yml")
+    ``root`` is the repository (default: this one); ``docs`` and ``data``
+    default to its ``docs/`` and ``data/``. With ``checks`` (the default) the
+    article bodies also go through ``sitelib.checks`` (HTML, images, links,
+    figures, typography), so the build and ``scripts/check_content.py``
+    report the same problems.
+    """
+    root = root or ROOT
+    docs = docs or root / "docs"
+    data = data or root / "data"
+    authors, problems = load_authors(data / "authors.yml", root=root)
+    tags, p = load_tags(data / "tags.yml", root=root)
     problems += p
-    route, p = load_route(data / "route.yml")
+    route, p = load_route(data / "route.yml", root=root)
     problems += p
+    ctx = Context(root, stage_titles=[s.title for s in route.stages], tags=list(tags))
     loaded: dict[str, Article] = {}
-    titles: dict[str, str] = {}
-    for file in article_files(docs):
-        article, p = load_article(file, authors, tags)
-        problems += p
-        if article is None:
+    titles: dict[str, list[tuple[str, int]]] = {}  # title -> (file, line of title)
+    files = article_files(docs)
+    for file in files:
+        path = rel(file, root)
+        try:
+            fm = frontmatter.split(ctx.read(file))
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(path, 1, f"文件不是 UTF-8 编码（第 {exc.start} 个字节）",
+                                    "用 UTF-8 编码另存这个文件"))
             continue
-        if article.title in titles:
-            problems.append(Problem(rel(file), 1, f"标题与 {titles[article.title]} 重复", "换一个标题"))
-        titles[article.title] = rel(file)
-        loaded[article.slug] = article
-    problems += check_route(route, {f.stem for f in article_files(docs)}, data / "route.yml")
+        article, p = load_article(file, authors, tags, root=root, fm=fm)
+        problems += p
+        if checks:
+            problems += check_document(Document(path, file, fm.body, fm.body_line), ctx)
+        title = fm.meta.get("title")
+        if isinstance(title, str) and title.strip():  # also for articles with other problems
+            titles.setdefault(title.strip(), []).append((path, fm.line_of("title")))
+        if article is not None:
+            loaded[article.slug] = article
+    for title, where in titles.items():
+        if len(where) < 2:
+            continue
+        for path, line in where:
+            others = "、".join(other for other, _ in where if other != path)
+            problems.append(Problem(path, line, f"标题「{title}」与 {others} 重复",
+                                    "换一个标题，每篇文章的标题必须不同"))
+    problems += check_route(route, {f.stem for f in files}, data / "route.yml", root=root)
     ordered: dict[str, Article] = {}
     for i, entry in enumerate(e for e in route.entries if e.slug in loaded):
         a = loaded[entry.slug]
@@ -196,8 +235,8 @@ def load_site(docs: Path = DOCS, data: Path | None = None) -> Site:
     return Site(ordered, route, authors, tags, problems)
 
 
-def check_route(route: Route, slugs: set[str], route_file: Path) -> list[Problem]:
-    path, out, seen = rel(route_file), [], set()
+def check_route(route: Route, slugs: set[str], route_file: Path, *, root: Path = ROOT) -> list[Problem]:
+    path, out, seen = rel(route_file, root), [], set()
     for entry in route.entries:
         if entry.slug in seen:
             out.append(Problem(path, entry.line, f"学习路线中 {entry.slug} 出现了不止一次", "每篇文章只放一处"))

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from .paths import DATA, rel
+from .frontmatter import Loader
+from .paths import DATA, ROOT, rel
 from .problems import Problem
 
 
@@ -46,17 +47,19 @@ class Route:
         return [e.slug for e in self.entries]
 
 
-def _load_yaml(path: Path) -> tuple[object, list[Problem]]:
+def _load_yaml(path: Path, root: Path = ROOT) -> tuple[object, list[Problem]]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return None, [Problem(rel(path), 1, "文件不存在")]
+        return None, [Problem(rel(path, root), 1, "文件不存在")]
     try:
-        return yaml.safe_load(text), []
+        return yaml.load(text, Loader=Loader), []
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1
-        return None, [Problem(rel(path), line, f"不是合法的 YAML：{exc}")]
+        what = getattr(exc, "problem", None) or exc
+        return None, [Problem(rel(path, root), line, f"不是合法的 YAML：{what}",
+                              "检查缩进、冒号后的空格和引号是否成对")]
 
 
 def _line_index(path: Path) -> dict[str, int]:
@@ -69,8 +72,8 @@ def _line_index(path: Path) -> dict[str, int]:
 
 
 @lru_cache(maxsize=8)
-def _authors(path: Path, mtime: float) -> tuple[dict[str, Author], tuple[Problem, ...]]:
-    data, problems = _load_yaml(path)
+def _authors(path: Path, mtime: int, root: Path) -> tuple[dict[str, Author], tuple[Problem, ...]]:
+    data, problems = _load_yaml(path, root)
     authors: dict[str, Author] = {}
     if isinstance(data, dict):
         for key, value in data.items():
@@ -78,44 +81,44 @@ def _authors(path: Path, mtime: float) -> tuple[dict[str, Author], tuple[Problem
             avatar = str(value.get("avatar", "") or "")
             if "://" in avatar or avatar.startswith("//"):
                 problems.append(
-                    Problem(rel(path), _line_index(path).get(str(key), 1),
+                    Problem(rel(path, root), _line_index(path).get(str(key), 1),
                             f"作者 {key} 的头像指向外部网址", "把头像放到 docs/assets/authors/ 下，写相对路径")
                 )
                 avatar = ""
             authors[str(key)] = Author(str(key), str(value.get("name", key)), str(value.get("bio", "")), avatar)
     elif data is not None or not problems:
-        problems.append(Problem(rel(path), 1, "作者文件应是以作者 ID 为键的映射"))
+        problems.append(Problem(rel(path, root), 1, "作者文件应是以作者 ID 为键的映射"))
     return authors, tuple(problems)
 
 
-def load_authors(path: Path = DATA / "authors.yml") -> tuple[dict[str, Author], list[Problem]]:
-    authors, problems = _authors(path, path.stat().st_mtime if path.exists() else 0.0)
+def load_authors(path: Path = DATA / "authors.yml", *, root: Path = ROOT) -> tuple[dict[str, Author], list[Problem]]:
+    authors, problems = _authors(path, path.stat().st_mtime_ns if path.exists() else 0, root)
     return authors, list(problems)
 
 
-def load_tags(path: Path = DATA / "tags.yml") -> tuple[dict[str, str], list[Problem]]:
+def load_tags(path: Path = DATA / "tags.yml", *, root: Path = ROOT) -> tuple[dict[str, str], list[Problem]]:
     """Allowed tags and their one-line descriptions."""
-    data, problems = _load_yaml(path)
+    data, problems = _load_yaml(path, root)
     if isinstance(data, dict):
         return {str(k): str(v or "") for k, v in data.items()}, problems
     if not problems:
-        problems.append(Problem(rel(path), 1, "标签文件应是「标签: 说明」形式的映射"))
+        problems.append(Problem(rel(path, root), 1, "标签文件应是「标签: 说明」形式的映射"))
     return {}, problems
 
 
-def load_route(path: Path = DATA / "route.yml") -> tuple[Route, list[Problem]]:
-    data, problems = _load_yaml(path)
+def load_route(path: Path = DATA / "route.yml", *, root: Path = ROOT) -> tuple[Route, list[Problem]]:
+    data, problems = _load_yaml(path, root)
     route = Route([], [])
     if data is None:
         return route, problems
     lines = _line_index(path)
     stages = data.get("stages") if isinstance(data, dict) else None
     if not isinstance(stages, list):
-        problems.append(Problem(rel(path), 1, "学习路线应有 stages 列表"))
+        problems.append(Problem(rel(path, root), 1, "学习路线应有 stages 列表"))
         return route, problems
     for i, raw in enumerate(stages):
         if not isinstance(raw, dict) or not raw.get("title"):
-            problems.append(Problem(rel(path), 1, f"第 {i + 1} 个阶段缺少 title"))
+            problems.append(Problem(rel(path, root), 1, f"第 {i + 1} 个阶段缺少 title"))
             continue
         title = str(raw["title"])
         stage = Stage(title, str(raw.get("summary", "")), [], lines.get("title", 1))

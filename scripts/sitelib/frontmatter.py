@@ -11,16 +11,35 @@ from typing import Any
 import yaml
 
 
+class Loader(yaml.SafeLoader):
+    """SafeLoader whose impossible dates (``2026-13-45``) stay strings instead of raising ValueError."""
+
+
+def _timestamp(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)  # type: ignore[arg-type]
+    except ValueError:
+        return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+
+
 @dataclass
 class FrontMatter:
     meta: dict[str, Any]
     body: str
     body_line: int  # 1-based line number of the first body line
     key_lines: dict[str, int] = field(default_factory=dict)
+    item_lines: dict[str, list[int]] = field(default_factory=dict)  # lines of a list value's items
     error: str = ""
     error_line: int = 1
 
-    def line_of(self, key: str) -> int:
+    def line_of(self, key: str, item: int | None = None) -> int:
+        """Line of ``key`` (or of its ``item``-th list item, when known)."""
+        items = self.item_lines.get(key, [])
+        if item is not None and item < len(items):
+            return items[item]
         return self.key_lines.get(key, 1)
 
 
@@ -40,8 +59,8 @@ def split(text: str) -> FrontMatter:
     body = "".join(lines[end + 1 :])
     fm = FrontMatter({}, body, end + 2)
     try:
-        node = yaml.compose(raw, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(raw)
+        node = yaml.compose(raw, Loader=Loader)
+        data = yaml.load(raw, Loader=Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         fm.error = f"front matter 不是合法的 YAML：{getattr(exc, 'problem', None) or exc}"
@@ -55,6 +74,8 @@ def split(text: str) -> FrontMatter:
         return fm
     fm.meta = data
     if isinstance(node, yaml.MappingNode):
-        for key_node, _ in node.value:
+        for key_node, value_node in node.value:
             fm.key_lines[str(key_node.value)] = key_node.start_mark.line + 2
+            if isinstance(value_node, yaml.SequenceNode):
+                fm.item_lines[str(key_node.value)] = [n.start_mark.line + 2 for n in value_node.value]
     return fm

@@ -13,9 +13,9 @@ DATA = ROOT / "data"
 CACHE = Path(os.environ.get("LLM_SITE_CACHE", ROOT / ".cache"))
 
 
-def rel(path: Path) -> str:
-    """Path relative to the repository root, for messages."""
+def rel(path: Path, root: Path = ROOT) -> str:
+    """Path relative to the repository root (or another ``root``), for messages."""
     try:
-        return path.resolve().relative_to(ROOT).as_posix()
+        return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(path)
