@@ -122,11 +122,20 @@ def route_page(site: Site, from_uri: str) -> str:
     number = 0
     for i, stage in enumerate(site.route.stages):
         out += [f"## {stage.title}", "", stage.summary, ""]
-        for a in (a for a in site.articles.values() if a.stage == i):
+        members = [a for a in site.articles.values() if a.stage == i]
+        if not members:
+            continue
+        # numbering continues across stages: the route is one ordered path
+        out += [f'<ol class="llm-route" start="{number + 1}" markdown>', ""]
+        for a in members:
             number += 1
-            line = f"{number}. [{a.title}]({_link(from_uri, a.src_uri)})：{a.description}（{a.readtime} 分钟阅读）"
-            out.append(line)
+            out += [
+                '<li markdown="1">',
+                f"[{a.title}]({_link(from_uri, a.src_uri)})：{a.description}（{a.readtime} 分钟阅读）",
+                "",
+            ]
             for lab in a.labs:
-                out.append(f"    - 动手实验：[{posixpath.basename(lab)}]({_link(from_uri, lab)})")
-        out.append("")
+                out.append(f"- 动手实验：[{posixpath.basename(lab)}]({_link(from_uri, lab)})")
+            out += ["", "</li>"]
+        out += ["</ol>", ""]
     return "\n".join(out)
