@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import multiprocessing
+import os
 import random
+import signal
 import sys
 import time
 import traceback
@@ -83,6 +86,8 @@ def _seed() -> None:
     random.seed(SEED)
     np.random.seed(SEED)
     torch.manual_seed(SEED)
+    # Same thread count in every process: float reductions, hence bytes, do not depend on it.
+    torch.set_num_threads(1)
 
 
 def draw(item: Planned, root: Path = cache.ROOT_DIR) -> Path:
@@ -132,21 +137,79 @@ def describe_inputs(item: Planned) -> list[str]:
     return [f"    {k} = {v[:16] if len(v) == 64 else v}" for k, v in sorted(item.key.inputs.items())]
 
 
+def _worker_init() -> None:
+    """Die with the parent: an interrupted run must not leave drawing orphans behind."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _draw_job(job: tuple[Planned, Path]) -> tuple[str, float, str | None]:
+    item, root = job
+    t0 = time.perf_counter()
+    try:
+        draw(item, root)
+    except FigureError as exc:
+        return item.spec.name, time.perf_counter() - t0, str(exc)
+    return item.spec.name, time.perf_counter() - t0, None
+
+
+def workers_for(count: int) -> int:
+    configured = os.environ.get("LLM_FIGURE_WORKERS")
+    limit = int(configured) if configured else min(2, os.cpu_count() or 1)
+    return max(1, min(limit, count))
+
+
 def run(items: list[Planned], root: Path = cache.ROOT_DIR, out: Any = None) -> tuple[int, int]:
-    """Draw every stale figure, print a line per figure and a total. Returns (built, cached)."""
+    """Draw every stale figure, print a line per figure and a total. Returns (built, cached).
+
+    With two or more stale figures the heavy libraries are imported once and the
+    drawing is shared by forked workers (one per core, at most two).
+    """
     out = out or sys.stdout
     cache.clean_stale_staging(root)
-    start, built, cached = time.perf_counter(), 0, 0
+    start = time.perf_counter()
+    stale = [item for item in items if not item.cached]
+    by_name = {item.spec.name: item for item in stale}
     for item in items:
-        t0 = time.perf_counter()
         if item.cached:
-            cached += 1
-            print(f"  [缓存] {item.spec.name:<24} {time.perf_counter() - t0:6.2f} s", file=out, flush=True)
-            continue
-        draw(item, root)
-        built += 1
-        print(f"  [生成] {item.spec.name:<24} {time.perf_counter() - t0:6.2f} s  ({rel(item.spec.module)})",
-              file=out, flush=True)
+            print(f"  [缓存] {item.spec.name:<24} {0.0:6.2f} s", file=out, flush=True)
+
+    def report(name: str, seconds: float) -> None:
+        module = rel(by_name[name].spec.module)
+        print(f"  [生成] {name:<24} {seconds:6.2f} s  ({module})", file=out, flush=True)
+
+    workers = workers_for(len(stale))
+    if workers == 1:
+        for item in stale:
+            t0 = time.perf_counter()
+            draw(item, root)
+            report(item.spec.name, time.perf_counter() - t0)
+    else:
+        _preload()
+        context = multiprocessing.get_context("fork")
+        with context.Pool(workers, initializer=_worker_init) as pool:
+            for name, seconds, error in pool.imap_unordered(_draw_job, [(item, root) for item in stale]):
+                if error is not None:
+                    pool.terminate()
+                    pool.join()
+                    cache.clean_stale_staging(root)  # the other worker was stopped mid-figure
+                    raise FigureError(error)
+                report(name, seconds)
+    built, cached = len(stale), len(items) - len(stale)
     total = time.perf_counter() - start
     print(f"共 {len(items)} 张图：{built} 张重新生成，{cached} 张来自缓存，用时 {total:.2f} s", file=out, flush=True)
     return built, cached
+
+
+def _preload() -> None:
+    """Import the heavy libraries once, before forking (no torch op runs in the parent)."""
+    code_dir = str(CODE)
+    if code_dir not in sys.path:
+        sys.path.insert(0, code_dir)
+    import figkit  # noqa: F401
+    import matplotlib.pyplot  # noqa: F401
+    import torch  # noqa: F401
