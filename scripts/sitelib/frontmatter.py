@@ -10,8 +10,10 @@ from typing import Any
 
 import yaml
 
+_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
 
-class Loader(yaml.SafeLoader):
+
+class Loader(_Base):
     """SafeLoader whose impossible dates (``2026-13-45``) stay strings instead of raising ValueError."""
 
 
@@ -43,6 +45,17 @@ class FrontMatter:
         return self.key_lines.get(key, 1)
 
 
+def _parse(raw: str) -> tuple[Any, Any]:
+    """One pass: the node tree (for line numbers) and the data built from it."""
+    loader = Loader(raw)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+    return node, data
+
+
 def split(text: str) -> FrontMatter:
     """Split ``text`` into front matter and body; never raises on bad YAML."""
     lines = text.splitlines(keepends=True)
@@ -59,8 +72,7 @@ def split(text: str) -> FrontMatter:
     body = "".join(lines[end + 1 :])
     fm = FrontMatter({}, body, end + 2)
     try:
-        node = yaml.compose(raw, Loader=Loader)
-        data = yaml.load(raw, Loader=Loader)
+        node, data = _parse(raw)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         fm.error = f"front matter 不是合法的 YAML：{getattr(exc, 'problem', None) or exc}"
