@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
 NODE_STAMP := node_modules/.installed-$(shell cksum < package-lock.json | cut -d' ' -f1)
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup serve build check test lint figures new bench clean
+.PHONY: setup serve build check test lint figures labs new bench clean
 
 setup: $(STAMP) $(NODE_STAMP)
 
@@ -36,6 +36,9 @@ lint: setup
 
 figures: setup
 	$(BIN)/python scripts/build_figures.py
+
+labs: setup
+	$(BIN)/python scripts/build_labs.py
 
 new: setup
 	$(BIN)/python scripts/new_article.py

@@ -11,6 +11,7 @@ import posixpath
 from math import ceil
 
 from .articles import Article, Site
+from .labs import title as lab_title
 
 
 def _link(from_uri: str, to_uri: str) -> str:
@@ -130,12 +131,13 @@ def route_page(site: Site, from_uri: str) -> str:
         for a in members:
             number += 1
             out += [
-                '<li markdown="1">',
+                '<li markdown="block">',  # li defaults to span-level: the labs list needs block parsing
                 f"[{a.title}]({_link(from_uri, a.src_uri)})：{a.description}（{a.readtime} 分钟阅读）",
                 "",
             ]
             for lab in a.labs:
-                out.append(f"- 动手实验：[{posixpath.basename(lab)}]({_link(from_uri, lab)})")
+                title = lab_title(lab) or f"动手实验：{posixpath.basename(lab)}"
+                out.append(f"- [{html.escape(title)}]({_link(from_uri, lab)})")
             out += ["", "</li>"]
         out += ["</ol>", ""]
     return "\n".join(out)

@@ -132,7 +132,7 @@ def line_of(text: str, needle: str) -> int:
 @pytest.fixture
 def repo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Repo:
     root = tmp_path / "repo"
-    for folder in ("docs", "data", "code"):
+    for folder in ("docs", "data", "code", "labs"):
         shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     shutil.copy2(ROOT / "mkdocs.yml", root / "mkdocs.yml")
     r = Repo(root, capsys)

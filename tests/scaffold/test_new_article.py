@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PARTS = ("code", "docs", "data", "scripts", "overrides", "tests", "mkdocs.yml", "pyproject.toml")
+PARTS = ("code", "docs", "data", "labs", "scripts", "overrides", "tests", "mkdocs.yml", "pyproject.toml")
 ARGS = [
     "--slug", "kv-cache", "--title", "KV 缓存：让生成快起来",
     "--summary", "解释推理时为什么要缓存键和值，以及它省下了多少计算。",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+from ..labs import generated_page
 from ..problems import Problem
 from .text import LINK_DEST, REF_DEF, line_at
 
@@ -98,6 +99,8 @@ def _check_target(doc: Document, ctx: Context, raw: str, line: int) -> list[Prob
                 "网站只发布 docs/ 下的文件；代码请用 --8<-- 引入，或链接到仓库的网址",
             )
         ]
+    if not resolved.is_file() and generated_page(resolved, docs, ctx.root):
+        return []  # docs/labs/<name>.ipynb: a notebook page the build generates from labs/<name>.py
     if not resolved.is_file():
         page = _page_for(resolved)
         if page is not None:  # a page's URL ("../route/") instead of its file

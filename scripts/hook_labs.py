@@ -1,0 +1,217 @@
+"""MkDocs hook: hands-on labs (``labs/*.py``) as notebook pages.
+
+- on_files (before mkdocs-jupyter's): plans every lab (cheap: AST, hashes),
+  executes the stale ones in a subprocess (``scripts/build_labs.py``; a cell
+  that raises stops the build with the lab, the cell and the error) and adds
+  each executed notebook as the generated file ``labs/<name>.ipynb``, which
+  mkdocs-jupyter (``include: ["labs/*.ipynb"]``, ``execute: false``) renders.
+- on_page_content, lab pages only: drops what mkdocs-jupyter inlines in front
+  of the notebook (about 600 KB of JupyterLab CSS, MathJax and mermaid loaders,
+  a clipboard script); code cells become Material code blocks (its highlighting
+  and copy button); headings get readable ids and a matching table of contents;
+  ``.md`` / ``.ipynb`` links are resolved like Markdown links; a download button.
+- on_post_page: lab pages link the shared trimmed stylesheet
+  ``assets/stylesheets/lab.css``.
+- on_page_context: the edit button points at ``labs/<name>.py``.
+- on_serve: ``labs/`` is watched, so editing a lab rebuilds (only that lab re-executes).
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import posixpath
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin
+
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File
+from mkdocs.structure.toc import get_toc
+from mkdocs.utils import get_relative_url
+
+from sitelib import labs
+
+log = logging.getLogger("mkdocs.hooks.labs")
+SCRIPT = Path(__file__).resolve().parent / "build_labs.py"
+STYLESHEET = "assets/stylesheets/lab.css"
+DOWNLOAD_ICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path d="M5 20h14v-2H5m14-9h-4V3H9v6H5l7 7z"/></svg>'
+)
+
+_labs: dict[str, labs.Lab] = {}  # by site uri (labs/<name>.ipynb)
+
+
+def _execute(names: list[str]) -> None:
+    start = time.perf_counter()
+    cmd = [sys.executable, str(SCRIPT)] + [arg for n in names for arg in ("--only", n)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8")
+    for line in proc.stdout.splitlines():
+        log.info("labs: %s", line.strip())
+    if proc.returncode != 0:
+        raise PluginError(f"执行动手实验失败：\n{proc.stderr.strip() or proc.stdout.strip()}")
+    log.info("labs: 执行了 %d 个实验，用时 %.1f s", len(names), time.perf_counter() - start)
+
+
+@event_priority(50)  # after hook_content (100), before mkdocs-jupyter (0) wraps the notebook files
+def on_files(files: Any, config: Any) -> Any:
+    global _labs
+    found = labs.discover()
+    items = labs.plan(list(found.values()))
+    stale = [item.lab.name for item in items if not item.cached]
+    if stale:
+        _execute(stale)
+        items = labs.plan(list(found.values()))
+    _labs = {}
+    for item in items:
+        path = item.notebook()
+        if not path.is_file():
+            raise PluginError(f"动手实验 {item.lab.name} 的缓存文件不存在：{path}")
+        file = File.generated(config, item.lab.uri, abs_src_path=str(path))
+        # mkdocs-jupyter wraps the file in a NotebookFile that recomputes abs_src_path from
+        # src_dir + src_uri (None for a generated file). The cache entry is laid out as
+        # <entry>/labs/<name>.ipynb, so src_dir = <entry> gives the same path.
+        file.src_dir = str(path.parent.parent)
+        files.append(file)
+        _labs[item.lab.uri] = item.lab
+    return files
+
+
+# --------------------------------------------------------------------------- page content
+
+_WRAPPER = '<div class="jupyter-wrapper">'
+_STYLE = re.compile(r"<style\b[^>]*>.*?</style>", re.S | re.I)
+_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
+_CLIPBOARD = re.compile(r'<div class="zeroclipboard-container">.*?</clipboard-copy>\s*</div>', re.S)
+_CLIPBOARD_TEXT = re.compile(r'<div [^>]*class="clipboard-copy-txt"[^>]*>.*?</div>', re.S)  # the source, again
+_COLLAPSER = re.compile(r'<div class="jp-Collapser[^"]*">\s*</div>')
+_TOOLBAR = re.compile(r'<div class="celltoolbar">(?:\s*<div class="button_container[^"]*">.*?</div>)*\s*</div>', re.S)
+_CODE = re.compile(r'<div class="highlight-ipynb hl-(?P<lang>[\w+-]+)\s*"><pre>(?P<body>.*?)</pre></div>', re.S)
+_HEADING = re.compile(r"<h(?P<level>[1-6])(?P<attrs>[^>]*)>(?P<inner>.*?)</h(?P=level)>", re.S)
+_ANCHOR = re.compile(r'<a class="anchor-link"[^>]*>.*?</a>', re.S)
+_TAG = re.compile(r"<[^>]+>")
+_LOCAL_LINK = re.compile(r'href="(?P<path>(?![a-zA-Z][\w+.-]*:|/|#)[^"#?]+\.(?:md|ipynb))(?P<frag>#[^"]*)?"')
+
+
+def _code_block(match: re.Match[str]) -> str:
+    body = match.group("body")
+    if body.startswith("<span></span>"):
+        body = body[len("<span></span>"):]
+    return f'<div class="language-{match.group("lang")} highlight"><pre><span></span><code>{body}</code></pre></div>'
+
+
+def _headings(content: str, page: Any) -> str:
+    """Readable ids (the site's slugify) on every heading, a headerlink, and the page toc from them."""
+    from pymdownx.slugs import slugify
+
+    slug = slugify(case="lower")
+    seen: dict[str, int] = {}
+    tokens: list[dict[str, Any]] = []
+    stack: list[dict[str, Any]] = []
+
+    def replace(match: re.Match[str]) -> str:
+        level = int(match.group("level"))
+        inner = _ANCHOR.sub("", match.group("inner")).strip()
+        text = html.unescape(_TAG.sub("", inner)).strip()
+        base = slug(text, "-") or f"section-{len(tokens) + len(stack) + 1}"
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        hid = base if n == 0 else f"{base}_{n}"
+        token = {"level": level, "id": hid, "name": html.escape(text), "children": []}
+        while stack and stack[-1]["level"] >= level:
+            stack.pop()
+        (stack[-1]["children"] if stack else tokens).append(token)
+        stack.append(token)
+        return f'<h{level} id="{hid}">{inner}<a class="headerlink" href="#{hid}" title="本节链接">&para;</a></h{level}>'
+
+    out = _HEADING.sub(replace, content)
+    page.toc = get_toc(tokens)
+    return out
+
+
+_IMG_ALT = re.compile(r'<img alt="No description has been provided for this image"')
+_H2_OR_IMG = re.compile(r'<h2 id="[^"]*">(?P<h2>.*?)<a class="headerlink"|' + _IMG_ALT.pattern, re.S)
+
+
+def _alt_texts(content: str, title: str) -> str:
+    """nbconvert gives every plot the alt text "No description has been provided": name the section instead."""
+    section = title
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal section
+        if match.group("h2") is not None:
+            section = html.unescape(_TAG.sub("", match.group("h2"))).strip()
+            return match.group(0)
+        return f'<img alt="{html.escape(f"代码运行得到的图：{section}")}"'
+
+    return _H2_OR_IMG.sub(replace, content)
+
+
+def _links(content: str, page: Any, files: Any) -> str:
+    """Resolve relative ``.md`` / ``.ipynb`` links like MkDocs does for Markdown; a missing target fails."""
+    base = posixpath.dirname(page.file.src_uri)
+
+    def replace(match: re.Match[str]) -> str:
+        target_uri = posixpath.normpath(posixpath.join(base, html.unescape(match.group("path"))))
+        target = files.get_file_from_path(target_uri)
+        if target is None:
+            raise PluginError(
+                f"动手实验 {_labs[page.file.src_uri].where} 里的链接 {match.group('path')} 指向不存在的页面"
+                f"（按 docs/{target_uri} 查找）：链接写成相对于 docs/labs/ 的 .md 路径，例如 ../articles/x.md"
+            )
+        href = target.url_relative_to(page.file)
+        return f'href="{html.escape(href)}{match.group("frag") or ""}"'
+
+    return _LOCAL_LINK.sub(replace, content)
+
+
+def trim(content: str) -> str:
+    """The notebook body without mkdocs-jupyter's inlined header, scripts and styles."""
+    start = content.find(_WRAPPER)
+    if start < 0:
+        raise PluginError("mkdocs-jupyter 的输出里找不到 jupyter-wrapper：它的模板变了，请检查 hook_labs.trim")
+    body = content[start:]
+    for pattern in (_STYLE, _SCRIPT, _CLIPBOARD, _CLIPBOARD_TEXT, _TOOLBAR, _COLLAPSER):
+        body = pattern.sub("", body)
+    return _CODE.sub(_code_block, body)
+
+
+def on_page_content(html_content: str, page: Any, config: Any, files: Any) -> str:
+    lab = _labs.get(page.file.src_uri)
+    if lab is None:
+        return html_content
+    body = _links(_headings(trim(html_content), page), page, files)
+    body = _alt_texts(body, page.title or lab.name)
+    download = (
+        f'<a href="{lab.name}.ipynb" download class="md-content__button md-icon" '
+        f'title="下载这个 Notebook（.ipynb），在仓库里运行">{DOWNLOAD_ICON}</a>'
+    )
+    return f'{download}\n<div class="llm-lab">{body}</div>'
+
+
+def on_page_context(context: Any, page: Any, config: Any, nav: Any) -> Any:
+    lab = _labs.get(page.file.src_uri)
+    if lab is not None and config.get("repo_url") and config.get("edit_uri"):
+        # edit_uri points into docs/; the lab's source is labs/<name>.py at the repository root.
+        page.edit_url = urljoin(config["repo_url"].rstrip("/") + "/", f"{config['edit_uri']}../{lab.where}")
+    return context
+
+
+def on_serve(server: Any, config: Any, builder: Any) -> Any:
+    """``mkdocs serve`` rebuilds when a lab changes (labs/ is optional, so it is not in ``watch:``)."""
+    labs_dir = labs.ROOT / labs.LABS_DIR
+    if labs_dir.is_dir():
+        server.watch(str(labs_dir))
+    return server
+
+
+def on_post_page(output: str, page: Any, config: Any) -> str:
+    if page.file.src_uri not in _labs:
+        return output
+    href = get_relative_url(STYLESHEET, page.url)
+    return output.replace("</head>", f'  <link rel="stylesheet" href="{href}">\n  </head>', 1)

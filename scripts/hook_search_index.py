@@ -1,0 +1,67 @@
+"""MkDocs hook: a compact search index.
+
+Material's search plugin writes ``search/search_index.json`` with ``json.dumps``'
+default ``ensure_ascii=True``: every 汉字, and every zero-width space that the
+jieba segmentation puts between words, becomes a 6-byte ``\\uXXXX`` escape
+instead of 3 bytes of UTF-8. After the build this hook rewrites the file with
+the same JSON value in UTF-8 (``ensure_ascii=False``, no spaces), atomically.
+The browser reads it the same way (``fetch`` + JSON, always UTF-8), so search
+works as before; only the bytes change. Measured with ``scripts/bench.py``:
+this site 173 -> 105 kB raw, 34.7 -> 30.9 kB gzip; 1,000 synthetic articles
+30.4 -> 15.7 MB raw, 2.40 -> 1.92 MB gzip (-20 %), for about 0.1 s of build time.
+
+Material fetches the whole index on the first page load of a visit (on http(s)
+at start-up, not when search is opened; only ``file://`` waits for the search
+toggle), so its gzip size is part of every first visit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mkdocs.plugins import event_priority
+
+log = logging.getLogger("mkdocs.hooks.search_index")
+INDEX = Path("search") / "search_index.json"
+
+
+def compact(raw: bytes) -> bytes | None:
+    """The same JSON in compact UTF-8, or None when it cannot be (or need not be) rewritten."""
+    try:
+        data = json.loads(raw)
+        out = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except (ValueError, UnicodeEncodeError):  # e.g. a lone surrogate: only the escaped form is valid
+        return None
+    return out if len(out) < len(raw) else None
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".search_index-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary file (mkstemp creates 0600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@event_priority(-100)  # after Material's search plugin has written the index
+def on_post_build(config: Any) -> None:
+    path = Path(config["site_dir"]) / INDEX
+    if not path.is_file():
+        return
+    raw = path.read_bytes()
+    data = compact(raw)
+    if data is None:
+        return
+    _write_atomic(path, data)
+    log.debug("search index: %d -> %d bytes", len(raw), len(data))

@@ -1,0 +1,143 @@
+"""Fixtures for the labs pipeline.
+
+- ``lab_repo``: a throwaway copy of ``code/`` and ``scripts/`` with two tiny labs
+  whose dependency sets differ (``lab_a`` imports ``lab_shared``; ``lab_b``
+  imports ``lab_only_b``, which imports ``lab_shared``). They execute in about a
+  second each, so cache behaviour is tested without training anything.
+- ``executed_labs``: the real labs, executed once per session through
+  ``scripts/build_labs.py`` (the repository's own cache: instant when warm).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+# The first cell of every lab: find code/ by walking up from the working directory.
+PREAMBLE = '''# %%
+import sys
+from pathlib import Path
+
+root = Path.cwd().resolve()
+while not (root / "code" / "attention.py").is_file():
+    root = root.parent
+sys.path.insert(0, str(root / "code"))
+'''
+
+LAB_A = '''# %% [markdown]
+# # 动手实验：甲
+
+''' + PREAMBLE + '''
+# %%
+import lab_shared
+
+print("甲", lab_shared.VALUE)
+'''
+
+LAB_B = '''# %% [markdown]
+# # 动手实验：乙
+
+''' + PREAMBLE + '''
+# %%
+import lab_only_b
+
+print("乙", lab_only_b.DOUBLE)
+'''
+
+BROKEN = '''# %% [markdown]
+# # 动手实验：会出错
+
+''' + PREAMBLE + '''
+# %%
+x = 1
+
+# %%
+print("快出错了")
+y = x / 0
+'''
+
+
+@dataclass
+class LabRepo:
+    root: Path
+
+    @property
+    def cache(self) -> Path:
+        return self.root / ".cache" / "labs"
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "LLM_SITE_CACHE": str(self.root / ".cache")}
+        proc = subprocess.run(
+            [sys.executable, str(self.root / "scripts" / "build_labs.py"), *args],
+            cwd=self.root, capture_output=True, text=True, encoding="utf-8", env=env, timeout=600,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"build_labs failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def write(self, rel: str, text: str) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def append(self, rel: str, text: str) -> None:
+        path = self.root / rel
+        path.write_text(path.read_text(encoding="utf-8") + text, encoding="utf-8")
+
+    def notebooks(self) -> dict[str, Path]:
+        """Cached executed notebooks by lab name."""
+        return {p.stem: p for p in sorted(self.cache.glob("*/*/labs/*.ipynb"))}
+
+
+def status_lines(output: str) -> dict[str, str]:
+    """{lab name: '执行' | '缓存'} from the script's per-lab lines."""
+    out = {}
+    for line in output.splitlines():
+        line = line.strip()
+        if line.startswith(("[执行]", "[缓存]")):
+            tag, name = line.split()[:2]
+            out[name] = tag.strip("[]")
+    return out
+
+
+def make_lab_repo(dest: Path) -> LabRepo:
+    for part in ("code", "scripts"):
+        shutil.copytree(ROOT / part, dest / part, ignore=IGNORE)
+    repo = LabRepo(dest)
+    repo.write("code/lab_shared.py", '"""测试用：两个实验都用到的模块。"""\n\nVALUE = 21\n')
+    only_b = '"""测试用：只有实验乙用到。"""\n\nfrom lab_shared import VALUE\n\nDOUBLE = 2 * VALUE\n'
+    repo.write("code/lab_only_b.py", only_b)
+    repo.write("labs/lab_a.py", LAB_A)
+    repo.write("labs/lab_b.py", LAB_B)
+    return repo
+
+
+@pytest.fixture
+def lab_repo(tmp_path: Path) -> LabRepo:
+    return make_lab_repo(tmp_path / "repo")
+
+
+@pytest.fixture(scope="session")
+def executed_labs() -> dict[str, Path]:
+    """The real labs, executed (or taken from the cache) once per session: {name: executed .ipynb}."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "build_labs.py")],
+        cwd=ROOT, capture_output=True, text=True, encoding="utf-8", timeout=1200,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"scripts/build_labs.py failed:\n{proc.stdout}\n{proc.stderr}", pytrace=False)
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
+    from sitelib import labs
+
+    return {item.lab.name: item.notebook() for item in labs.plan(list(labs.discover().values()))}

@@ -1,0 +1,135 @@
+"""The lab pages in the built site (one strict build per session: ``built_site`` in tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pytest
+from bs4 import BeautifulSoup
+
+from .conftest import ROOT
+
+LABS = sorted(p.stem for p in (ROOT / "labs").glob("*.py") if not p.name.startswith("_"))
+PAGE_BUDGET = 300 * 1024  # bytes of HTML once the notebook's inline PNG data is left out
+_PNG = re.compile(r'data:image/png;base64,[A-Za-z0-9+/=\s]+')
+
+
+def _title(name: str) -> str:
+    for line in (ROOT / "labs" / f"{name}.py").read_text(encoding="utf-8").splitlines():
+        if line.startswith("# # "):
+            return line[4:].strip()
+    raise AssertionError(f"labs/{name}.py has no title")
+
+
+def _page(built_site, name: str) -> tuple[str, BeautifulSoup]:
+    path = built_site.dir / "labs" / name / "index.html"
+    assert path.is_file(), f"no page for labs/{name}.ipynb"
+    text = path.read_text(encoding="utf-8")
+    return text, BeautifulSoup(text, "html.parser")
+
+
+def _resolve(built_site, page_url: str, href: str) -> Path | None:
+    absolute = urljoin(built_site.base_url + page_url, href)
+    if not absolute.startswith(built_site.base_url):
+        return None
+    rel = unquote(urlsplit(absolute).path[len(urlsplit(built_site.base_url).path):])
+    target = built_site.dir / rel
+    return target / "index.html" if rel.endswith("/") or rel == "" else target
+
+
+@pytest.mark.parametrize("name", LABS)
+def test_lab_page_weight_and_assets(built_site, name: str) -> None:
+    text, soup = _page(built_site, name)
+    without_images = len(_PNG.sub("", text).encode())
+    assert without_images < PAGE_BUDGET, f"labs/{name}/: {without_images // 1024} KB before images"
+    assert not soup.find_all("style"), "mkdocs-jupyter's inlined stylesheets are removed"
+    lowered = text.lower()
+    for word in ("mathjax.js", "cdnjs", "require.js", "mermaid.esm", "clipboard-copy"):
+        assert word not in lowered, word
+    sheets = [link["href"] for link in soup.find_all("link", rel="stylesheet")]
+    lab_css = [h for h in sheets if h.endswith("assets/stylesheets/lab.css")]
+    assert len(lab_css) == 1, sheets
+    assert _resolve(built_site, f"labs/{name}/", lab_css[0]).is_file()
+    for script in soup.find_all("script", src=True):
+        assert _resolve(built_site, f"labs/{name}/", script["src"]) is not None, script["src"]
+
+
+@pytest.mark.parametrize("name", LABS)
+def test_lab_page_content(built_site, name: str) -> None:
+    _, soup = _page(built_site, name)
+    main = soup.select_one("article.md-content__inner")
+    h1 = main.find("h1")
+    assert h1.get_text().removesuffix("¶").strip() == _title(name)
+    assert soup.title.get_text().startswith(_title(name))
+    # Code cells are Material code blocks (highlighting and copy button come from Material).
+    blocks = main.select(".jp-CodeCell div.highlight > pre > code")
+    assert len(blocks) >= 5
+    assert not main.select(".highlight-ipynb, .clipboard-copy-txt, .zeroclipboard-container, .celltoolbar")
+    assert main.select(".jp-RenderedImage img"), "plots are shown"
+    for img in main.select("img"):
+        assert "No description" not in img.get("alt", "") and img["alt"].strip()
+    # Headings: readable ids, and the table of contents points at them.
+    ids = {h["id"] for h in main.find_all(["h1", "h2", "h3"])}
+    assert all(re.search(r"[\u4e00-\u9fff]", i) for i in ids), ids
+    toc = [unquote(a["href"]) for a in soup.select(".md-nav--secondary a.md-nav__link")]
+    assert toc, "the page has a table of contents"
+    assert all(href.startswith("#") and href[1:] in ids for href in toc), toc
+    # Every relative link in the notebook leads to a page of the site (the article first).
+    links = [a["href"] for a in main.find_all("a", href=True) if not urlsplit(a["href"]).scheme]
+    targets = {_resolve(built_site, f"labs/{name}/", h) for h in links if not h.startswith("#")}
+    assert all(t is not None and t.is_file() for t in targets), links
+    assert built_site.dir / "articles" / "transformer-attention" / "index.html" in targets
+
+
+@pytest.mark.parametrize("name", LABS)
+def test_download_and_edit_buttons(built_site, name: str) -> None:
+    _, soup = _page(built_site, name)
+    download = soup.select_one("a.md-content__button[download]")
+    assert download is not None and download["href"] == f"{name}.ipynb"
+    file = _resolve(built_site, f"labs/{name}/", download["href"])
+    nb = json.loads(file.read_text(encoding="utf-8"))
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    assert any(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), "the download has outputs"
+    edit = soup.select_one('a.md-content__button[rel="edit"]')
+    assert edit is not None and edit["href"].endswith(f"/labs/{name}.py"), edit
+
+
+def test_nav_and_route_show_lab_titles(built_site) -> None:
+    route = (built_site.dir / "route" / "index.html").read_text(encoding="utf-8")
+    soup = BeautifulSoup(route, "html.parser")
+    main = soup.select_one("article.md-content__inner")
+    for name in LABS:
+        links = [a for a in main.find_all("a", href=True) if a["href"].rstrip("/").endswith(f"labs/{name}")]
+        assert [a.get_text(strip=True) for a in links] == [_title(name)], links
+        assert links[0].find_parent("ul") is not None, "listed as a sub-list of its article"
+    # The sidebar of the article's stage lists the labs right after the article (navigation.prune keeps
+    # only the current page's own stage, so look from the article).
+    article = BeautifulSoup(
+        (built_site.dir / "articles" / "transformer-attention" / "index.html").read_text(encoding="utf-8"),
+        "html.parser",
+    )
+    page = "articles/transformer-attention/"
+    items = [
+        (posixpath.normpath(posixpath.join(page, a["href"])), a.get_text(" ", strip=True))
+        for a in article.select("nav.md-nav--primary a.md-nav__link[href]")
+        if "#" not in a["href"]  # the current page's own table of contents
+    ]
+    urls = [u for u, _ in items]
+    start = urls.index("articles/transformer-attention")
+    assert urls[start + 1 : start + 3] == ["labs/attention_lab", "labs/attention_heads_lab"], items
+    for name in LABS:
+        assert (f"labs/{name}", _title(name)) in items, items
+
+
+def test_article_links_to_both_labs(built_site) -> None:
+    text = (built_site.dir / "articles" / "transformer-attention" / "index.html").read_text(encoding="utf-8")
+    main = BeautifulSoup(text, "html.parser").select_one("article.md-content__inner")
+    section = main.find(id="动手实验")
+    assert section is not None
+    hrefs = [a["href"] for a in section.find_all_next("a", href=True)]
+    for name in LABS:
+        assert f"../../labs/{name}/" in hrefs, hrefs
