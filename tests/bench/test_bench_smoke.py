@@ -1,0 +1,193 @@
+"""Smoke tests of the benchmark harness (scripts/bench.py, scripts/benchlib/): tiny N, no timing assertions.
+
+They check that the pieces produce valid input for the measurements: synthetic
+articles that pass the project's own validation, a baseline config MkDocs
+accepts, a gzip server that really gzips, the edits the build and serve
+benchmarks make, the search-index analysis and the report.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+import urllib.request
+from pathlib import Path
+
+import pytest
+from benchlib import build, hugo, report, synth, variants, weight
+from benchlib.common import REPO, Samples, Workspace, paired_ratio, read_config, rotate
+from benchlib.httpd import serve
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    return Workspace.create(tmp_path / "ws", git=False)
+
+
+def test_workspace_is_a_copy(ws: Workspace) -> None:
+    assert (ws.root / "mkdocs.yml").is_file()
+    assert (ws.docs / "articles" / "transformer-attention.md").is_file()
+    assert (ws.root / "scripts" / "hook_content.py").is_file()
+    assert (ws.root / "node_modules").is_symlink()
+    env = ws.env()
+    assert env["LLM_SITE_CACHE"] == str(ws.cache)
+    assert env["NO_MKDOCS_2_WARNING"] == "1"
+
+
+def test_synthetic_articles_pass_the_project_checks(ws: Workspace) -> None:
+    from sitelib.articles import load_site
+
+    made = synth.add_articles(ws.root, 3, seed=1)
+    assert [a.slug for a in made] == ["bench-0001", "bench-0002", "bench-0003"]
+    for a in made:
+        assert a.hanzi >= synth.TARGET_HANZI
+        body = a.text.split("---", 2)[2]
+        assert body.count("\n## ") == 2
+        assert "```python" in body and "\n$$\n" in body
+        assert "$" in body.replace("$$", "")
+    site = load_site(root=ws.root)
+    assert site.problems == [], "\n".join(str(p) for p in site.problems)
+    assert {"bench-0001", "bench-0002", "bench-0003"} <= set(site.articles)
+    route = read_config(ws.root / "data" / "route.yml")
+    assert any("bench-0001" in (s.get("articles") or []) for s in route["stages"])
+
+
+def test_synthetic_articles_are_deterministic_and_varied() -> None:
+    tags = ["Transformer", "PyTorch"]
+    assert synth.article(5, tags, seed=0).text == synth.article(5, tags, seed=0).text
+    assert synth.article(5, tags, seed=0).text != synth.article(6, tags, seed=0).text
+
+
+def test_baseline_config_is_accepted_by_mkdocs(ws: Workspace, tmp_path: Path) -> None:
+    from mkdocs.config import load_config
+
+    site = tmp_path / "site"
+    (site / "figures").mkdir(parents=True)
+    (site / "figures" / "attention-weights.light.svg").write_text("<svg/>")
+    path = variants.prepare_baseline(ws, site)
+    cfg = load_config(config_file=str(path))
+    assert list(cfg["plugins"].keys()) == ["material/search"]
+    assert not cfg["hooks"]
+    docs = ws.root / variants.BASELINE_DOCS
+    article = (docs / "articles" / "transformer-attention.md").read_text(encoding="utf-8")
+    assert "<!-- figure:" not in article and 'class="llm-figure"' in article
+    assert (docs / "figures" / "attention-weights.light.svg").is_file()
+    assert (docs / "assets" / "vendor" / "katex" / "katex.min.js").is_file()
+    stages = [next(iter(item)) for item in cfg["nav"][1]["大模型学习笔记"][3:]]
+    assert stages == [s["title"] for s in read_config(ws.root / "data" / "route.yml")["stages"]]
+
+
+def test_nofig_config_drops_only_the_figure_hook(ws: Workspace, tmp_path: Path) -> None:
+    (tmp_path / "site" / "figures").mkdir(parents=True)
+    path = variants.prepare_nofig(ws, tmp_path / "site")
+    hooks = variants.project_hooks(ws.root)
+    child = read_config(path)
+    assert variants.FIGURE_HOOK in hooks
+    assert child["hooks"] == [h for h in hooks if h != variants.FIGURE_HOOK]
+
+
+def test_edits_make_unique_markers(ws: Workspace) -> None:
+    from sitelib.snippets import sections
+
+    marker = build.append_article_line(ws, "t")
+    assert marker in (ws.root / build.ARTICLE).read_text(encoding="utf-8")
+    first = build.edit_module(ws, "t1")
+    second = build.edit_module(ws, "t2")
+    module = ws.root / build.MODULE
+    text = module.read_text(encoding="utf-8")
+    ast.parse(text)
+    assert second in text and first not in text  # one marker line at a time
+    assert second in sections(module)["sinusoidal"]  # inside the snippet the article shows
+
+
+def test_gzip_server(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    page = "<p>注意力机制</p>" * 200
+    (tmp_path / "a" / "index.html").write_text(page, encoding="utf-8")
+    (tmp_path / "f.woff2").write_bytes(b"\x00" * 100)
+    with serve(tmp_path) as server:
+        req = urllib.request.Request(server.base_url + "a/", headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(req) as resp:
+            assert resp.headers["Content-Encoding"] == "gzip"
+            body = resp.read()
+        assert gzip.decompress(body).decode("utf-8") == page
+        req = urllib.request.Request(server.base_url + "f.woff2", headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(req) as resp:
+            assert resp.headers.get("Content-Encoding") is None
+        log = server.take_log()
+    assert log[0].encoding == "gzip" and log[0].wire_bytes == len(body) < log[0].raw_bytes
+    assert log[1].wire_bytes == log[1].raw_bytes == 100
+
+
+def test_search_index_stats(tmp_path: Path) -> None:
+    docs = [{"location": "a/", "title": "注意力", "text": "<p>多头\u200b注意力</p><pre><code>x = 1</code></pre>"}]
+    (tmp_path / "search").mkdir()
+    (tmp_path / "search" / "search_index.json").write_text(
+        json.dumps({"config": {}, "docs": docs}, separators=(",", ":"))  # as Material writes it
+    )
+    stats = weight.search_index_stats(tmp_path, 1)
+    assert stats["compact_bytes"] < stats["escaped_bytes"] == stats["as_written_bytes"]
+    assert stats["compact_no_code_bytes"] < stats["compact_bytes"]
+    assert not stats["as_written_is_compact"]
+
+
+def test_hugo_site(tmp_path: Path, ws: Workspace) -> None:
+    synth.add_articles(ws.root, 2)
+    assert hugo.write_site(ws.docs, tmp_path / "hugo") == len(list((ws.docs / "articles").glob("*.md"))) - 1
+    if not hugo.available():
+        pytest.skip("hugo is not installed")
+    hugo.build(tmp_path / "hugo", tmp_path / "public", ws.env())
+    assert (tmp_path / "public" / "articles" / "bench-0001" / "index.html").is_file()
+
+
+def test_statistics_helpers() -> None:
+    a, b = Samples([2.0, 4.0, 6.0]), Samples([1.0, 2.0, 2.0])
+    assert a.median == 4.0
+    assert paired_ratio(a, b) == 2.0
+    assert rotate(["x", "y", "z"], 1) == ["y", "z", "x"]
+
+
+def test_report_renders_partial_results() -> None:
+    results = {
+        "machine": {"packages": {}},
+        "build": {"figure_hook_ratio": 1.01, "figure_step_over_import": 2.5, "labs": {"skipped": "no labs"}},
+        "weight": {
+            "first_load_goal": {
+                "n": 1000,
+                "attention_wire_bytes": 2_500_000,
+                "search_index_wire_bytes": 2_200_000,
+                "search_index_share": 0.88,
+                "search_index_fetched_on_first_load": True,
+                "without_search_index": 300_000,
+                "met": False,
+            }
+        },
+    }
+    goals = report.goals(results)
+    assert [g["status"] for g in goals] == ["MET", "MISSED", "MISSED"]
+    text = report.render({**results, "goals": goals})
+    assert "1. Build" in text and "Goals" in text
+
+
+def test_search_index_hook_rewrites_compactly(tmp_path: Path) -> None:
+    """scripts/hook_search_index.py: same JSON value, UTF-8 instead of escapes, an ordinary file mode."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hook_search_index", REPO / "scripts" / "hook_search_index.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    data = {"config": {"separator": "[\\s\\u200b]+"}, "docs": [{"location": "a/", "title": "多头\u200b注意力"}]}
+    index = tmp_path / "search" / "search_index.json"
+    index.parent.mkdir()
+    escaped = json.dumps(data, separators=(",", ":")).encode()
+    index.write_bytes(escaped)
+    hook.on_post_build({"site_dir": str(tmp_path)})
+    written = index.read_bytes()
+    assert json.loads(written) == data
+    assert len(written) < len(escaped) and "注意力".encode() in written
+    assert index.stat().st_mode & 0o044  # readable by others, unlike mkstemp's 0600
+    assert not list(index.parent.glob(".search_index-*"))
+    assert hook.compact(b'{"t":"\\ud800"}') is None  # a lone surrogate stays escaped
+    hook.on_post_build({"site_dir": str(tmp_path / "nowhere")})  # no index: nothing to do
