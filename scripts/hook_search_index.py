@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,39 @@ def compact(raw: bytes) -> bytes | None:
     except (ValueError, UnicodeEncodeError):  # e.g. a lone surrogate: only the escaped form is valid
         return None
     return out if len(out) < len(raw) else None
+
+
+def _gzip_size(data: bytes) -> int:
+    return len(zlib.compress(data, 6))
+
+
+def _dump(index: dict[str, Any]) -> bytes:
+    return json.dumps(index, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def fit_budget(data: bytes, budget: int) -> tuple[bytes, int | None]:
+    """Cut entries' text until the gzip size is within ``budget`` bytes.
+
+    Returns the (possibly) new bytes and the character cap applied (None: no cut).
+    """
+    if budget <= 0 or _gzip_size(data) <= budget:
+        return data, None
+    index = json.loads(data)
+    docs = index.get("docs", [])
+    texts = [doc.get("text", "") for doc in docs]
+    low, high, best = 0, max((len(t) for t in texts), default=0), None
+    while low <= high:  # the largest cap that fits
+        cap = (low + high) // 2
+        for doc, text in zip(docs, texts, strict=True):
+            doc["text"] = text[:cap]
+        if _gzip_size(_dump(index)) <= budget:
+            best, low = cap, cap + 1
+        else:
+            high = cap - 1
+    cap = best or 0
+    for doc, text in zip(docs, texts, strict=True):
+        doc["text"] = text[:cap]
+    return _dump(index), cap
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -60,8 +94,11 @@ def on_post_build(config: Any) -> None:
     if not path.is_file():
         return
     raw = path.read_bytes()
-    data = compact(raw)
-    if data is None:
-        return
-    _write_atomic(path, data)
+    data = compact(raw) or raw
+    budget = int(((config.get("extra") or {}).get("site") or {}).get("search_index_budget_kb", 0)) * 1000
+    data, cap = fit_budget(data, budget)
+    if cap is not None:
+        log.info("search index: over %d kB gzip, text of each entry cut to %d characters", budget // 1000, cap)
+    if data != raw:
+        _write_atomic(path, data)
     log.debug("search index: %d -> %d bytes", len(raw), len(data))
