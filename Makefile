@@ -32,7 +32,6 @@ check: setup
 
 lint: setup
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
 
 figures: setup
 	$(BIN)/python scripts/build_figures.py
