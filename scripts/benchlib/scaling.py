@@ -29,6 +29,7 @@ from .httpd import gzip_size
 from .variants import BASELINE_CONFIG, prepare_baseline
 
 PROFILE_AT = 300
+SMALL_N_REPEATS = 5
 _WRAPPER = re.compile(r"runpy|click/|mkdocs/__main__|<string>|builtins\.exec|mkdocs/plugins\.py|method 'join'")
 LINEARITY_GOAL = 1.2
 _PLUGINS = {
@@ -120,7 +121,9 @@ def run(ctx: ScalingContext) -> dict[str, Any]:
             hugo.build(ws.root / "hugo", ws.root / "hugo-public", ws.env())
             variants.append("hugo")
         times = {v: Samples() for v in variants}
-        for i in range(ctx.repeats):
+        # Small N: short builds, where noise weighs most on T(N) - T(0); more repeats are cheap there.
+        repeats = max(ctx.repeats, SMALL_N_REPEATS) if n <= 100 and ctx.repeats > 1 else ctx.repeats
+        for i in range(repeats):
             for v in rotate(variants, i):
                 if v == "project":
                     times[v].add(ws.mkdocs_build().seconds)
@@ -164,15 +167,31 @@ def run(ctx: ScalingContext) -> dict[str, Any]:
     largest = max(ctx.sizes, default=0)
     if "100" in out["sizes"] and largest > 100:
         big, small = out["sizes"][str(largest)], out["sizes"]["100"]
-        out["linearity"] = {
+        med = {int(k): {v: e[v]["median"] for v in ("project", "baseline") if v in e} for k, e in out["sizes"].items()}
+        mid = max((k for k in med if 100 < k < largest), default=None)
+
+        def slope(v: str, a: int, b: int) -> float:
+            return 1000 * (med[b][v] - med[a][v]) / (b - a)
+
+        lin: dict[str, Any] = {
             "n_from": 100,
             "n_to": largest,
+            # (T(N) - T(0)) / N at both ends: rests on the small, noisy T(100) - T(0) difference.
             "marginal_ratio": ratio(big["project_marginal_ms"], small["project_marginal_ms"]),
             "per_article_ratio": ratio(big["project_per_article_ms"], small["project_per_article_ms"]),
             "baseline_marginal_ratio": ratio(big["baseline_marginal_ms"], small["baseline_marginal_ms"]),
             "goal": LINEARITY_GOAL,
         }
-    superlinear = out.get("linearity", {}).get("marginal_ratio", 0) > LINEARITY_GOAL
+        if mid is not None:
+            # Cost of one more article near the top (mid -> largest) over near N = 100 (100 -> mid): the judged one.
+            lin["n_mid"] = mid
+            lin["slope_ms"] = {"project": [slope("project", 100, mid), slope("project", mid, largest)]}
+            lin["slope_ms"]["baseline"] = [slope("baseline", 100, mid), slope("baseline", mid, largest)]
+            lin["slope_ratio"] = ratio(lin["slope_ms"]["project"][1], lin["slope_ms"]["project"][0])
+            lin["baseline_slope_ratio"] = ratio(lin["slope_ms"]["baseline"][1], lin["slope_ms"]["baseline"][0])
+        out["linearity"] = lin
+    lin_out = out.get("linearity", {})
+    superlinear = lin_out.get("slope_ratio", lin_out.get("marginal_ratio", 0)) > LINEARITY_GOAL
     target = PROFILE_AT if PROFILE_AT in keep else largest
     if (superlinear or ctx.profile) and target in keep:
         log(f"scaling: profiling one build at N={target} (cProfile)")
