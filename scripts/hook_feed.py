@@ -60,4 +60,7 @@ def on_post_build(config: Any) -> None:
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".feed-", suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(render(config))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # an ordinary file, not mkstemp's 0600
     os.replace(tmp, target)

@@ -21,7 +21,9 @@ ATOM = "{http://www.w3.org/2005/Atom}"
 
 def test_atom_feed_lists_every_article_newest_first(built_site) -> None:
     site = load_site()
-    tree = ET.parse(built_site.dir / "feed.xml")
+    feed = built_site.dir / "feed.xml"
+    assert feed.stat().st_mode & 0o044 == 0o044, "the feed must be readable by the web server"
+    tree = ET.parse(feed)
     entries = tree.getroot().findall(f"{ATOM}entry")
     titles = [e.findtext(f"{ATOM}title") for e in entries]
     assert titles == [a.title for a in site.newest()][: len(titles)]
