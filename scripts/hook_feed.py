@@ -6,13 +6,11 @@ the output folder after the build.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-from sitelib import state
+from sitelib import atomic, state
 
 FEED = "feed.xml"
 ENTRIES = 20
@@ -56,11 +54,4 @@ def render(config: Any) -> str:
 
 
 def on_post_build(config: Any) -> None:
-    target = Path(config["site_dir"]) / FEED
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".feed-", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(render(config))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # an ordinary file, not mkstemp's 0600
-    os.replace(tmp, target)
+    atomic.write_text(Path(config["site_dir"]) / FEED, render(config))

@@ -16,8 +16,6 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
+from sitelib import worker
 from sitelib.figures import cache, registry, runner
 
 log = logging.getLogger("mkdocs.hooks.figures")
@@ -37,12 +36,9 @@ _specs: dict[str, registry.FigureSpec] = {}
 
 def _build(names: list[str]) -> None:
     start = time.perf_counter()
-    cmd = [sys.executable, str(SCRIPT)] + [arg for n in names for arg in ("--only", n)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8")
-    for line in proc.stdout.splitlines():
-        log.info("figures: %s", line.strip())
+    proc = worker.run_script(SCRIPT, names, log, "figures")
     if proc.returncode != 0:
-        raise PluginError(f"生成文章插图失败：\n{proc.stderr.strip() or proc.stdout.strip()}")
+        raise PluginError(f"生成文章插图失败：\n{worker.failure(proc)}")
     log.info("figures: 重新生成 %d 张图，用时 %.1f s", len(names), time.perf_counter() - start)
 
 

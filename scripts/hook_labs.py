@@ -22,8 +22,6 @@ import html
 import logging
 import posixpath
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,7 @@ from mkdocs.structure.files import File
 from mkdocs.structure.toc import get_toc
 from mkdocs.utils import get_relative_url
 
-from sitelib import labs
+from sitelib import labs, worker
 
 log = logging.getLogger("mkdocs.hooks.labs")
 SCRIPT = Path(__file__).resolve().parent / "build_labs.py"
@@ -49,12 +47,9 @@ _labs: dict[str, labs.Lab] = {}  # by site uri (labs/<name>.ipynb)
 
 def _execute(names: list[str]) -> None:
     start = time.perf_counter()
-    cmd = [sys.executable, str(SCRIPT)] + [arg for n in names for arg in ("--only", n)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8")
-    for line in proc.stdout.splitlines():
-        log.info("labs: %s", line.strip())
+    proc = worker.run_script(SCRIPT, names, log, "labs")
     if proc.returncode != 0:
-        raise PluginError(f"执行动手实验失败：\n{proc.stderr.strip() or proc.stdout.strip()}")
+        raise PluginError(f"执行动手实验失败：\n{worker.failure(proc)}")
     log.info("labs: 执行了 %d 个实验，用时 %.1f s", len(names), time.perf_counter() - start)
 
 

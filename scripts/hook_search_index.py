@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Any
 
 from mkdocs.plugins import event_priority
+
+from sitelib import atomic
 
 log = logging.getLogger("mkdocs.hooks.search_index")
 INDEX = Path("search") / "search_index.json"
@@ -74,20 +74,6 @@ def fit_budget(data: bytes, budget: int) -> tuple[bytes, int | None]:
     return _dump(index), cap
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".search_index-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary file (mkstemp creates 0600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @event_priority(-100)  # after Material's search plugin has written the index
 def on_post_build(config: Any) -> None:
     path = Path(config["site_dir"]) / INDEX
@@ -100,5 +86,5 @@ def on_post_build(config: Any) -> None:
     if cap is not None:
         log.info("search index: over %d kB gzip, text of each entry cut to %d characters", budget // 1000, cap)
     if data != raw:
-        _write_atomic(path, data)
+        atomic.write_bytes(path, data)
     log.debug("search index: %d -> %d bytes", len(raw), len(data))

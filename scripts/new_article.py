@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from sitelib import atomic
 from sitelib.articles import SLUG
 from sitelib.catalog import load_authors, load_route, load_tags
 from sitelib.paths import ROOT
@@ -109,24 +108,6 @@ def route_with(req: Request, text: str, route_stage_slugs: list[str]) -> str:
     return "".join(lines[:start] + block + lines[end:])
 
 
-def write_new(path: Path, content: str) -> None:
-    """Write a new file atomically; refuse to overwrite."""
-    if path.exists():
-        raise ScaffoldError(f"{path} 已存在")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(content)
-    os.replace(tmp, path)
-
-
-def replace_file(path: Path, content: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(content)
-    os.replace(tmp, path)
-
-
 def create(req: Request, root: Path = ROOT) -> list[Path]:
     validate(req, root)
     fields = {
@@ -149,8 +130,11 @@ def create(req: Request, root: Path = ROOT) -> list[Path]:
         root / "tests" / "code" / f"test_{req.module}.py",
     ]
     for path, content in zip(created, (article, module, test), strict=True):
-        write_new(path, content)
-    replace_file(route_file, new_route)
+        try:
+            atomic.write_text(path, content, exclusive=True)
+        except atomic.FileExists as exc:
+            raise ScaffoldError(str(exc)) from exc
+    atomic.write_text(route_file, new_route)
     check, _ = load_route(route_file)
     if req.slug not in check.stages[req.stage - 1].slugs:  # pragma: no cover - defensive
         raise ScaffoldError("写入 data/route.yml 后没有找到新文章，请手动检查该文件")

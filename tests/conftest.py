@@ -32,14 +32,6 @@ SCRIPTS = ROOT / "scripts"
 DOCS = ROOT / "docs"
 DATA = ROOT / "data"
 SUBPATH = "llm-study-platform"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 
 # sitelib (the build's own library) is importable from every test module.
 if str(SCRIPTS) not in sys.path:
@@ -149,7 +141,9 @@ def site_server(built_site: BuiltSite, _server: _Server) -> str:
 
 @pytest.fixture(scope="session")
 def browser():
-    exe = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+    from sitelib import chromium
+
+    exe = chromium.executable()
     if not (Path(exe).is_file() and os.access(exe, os.X_OK)) and not shutil.which(exe):
         reason = f"Chromium not found at {exe} (set CHROMIUM_PATH); browser tests need it"
         if os.environ.get("CI"):
@@ -163,7 +157,7 @@ def browser():
         pytest.skip(f"playwright is not installed: {exc}")
     pw = sync_playwright().start()
     try:
-        b = pw.chromium.launch(executable_path=shutil.which(exe) or exe, args=CHROMIUM_ARGS, headless=True)
+        b = pw.chromium.launch(executable_path=shutil.which(exe) or exe, args=chromium.ARGS, headless=True)
     except Exception:
         pw.stop()
         raise

@@ -15,7 +15,6 @@ no escapes), and how much of it is code blocks.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
@@ -25,17 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sitelib import chromium
+
 from .common import Samples, load_average, log
 from .httpd import GzipServer, gzip_size, serve
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 PAGES = {"home": "", "article_list": "articles/", "attention": "articles/transformer-attention/"}
 INDEX = "search/search_index.json"
 FIRST_LOAD_GOAL = 1_000_000  # bytes on the wire for the attention article, N = 1000
@@ -48,7 +41,7 @@ _NAV_TIMING = """() => {
 
 
 def chromium_path() -> str:
-    return os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+    return chromium.executable()
 
 
 @dataclass
@@ -68,7 +61,7 @@ def browser() -> Iterator[Any]:
 
     pw = sync_playwright().start()
     try:
-        b = pw.chromium.launch(executable_path=shutil.which(chromium_path()) or chromium_path(), args=CHROMIUM_ARGS)
+        b = pw.chromium.launch(executable_path=shutil.which(chromium_path()) or chromium_path(), args=chromium.ARGS)
         try:
             yield b
         finally:

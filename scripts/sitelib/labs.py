@@ -118,15 +118,11 @@ def library_versions() -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def key_for(lab: Lab, code_dir: Path = CODE, root: Path = ROOT) -> figure_cache.Key:
     inputs: dict[str, str] = {"pipeline": PIPELINE_VERSION, "kernel": KERNEL}
     for path in closure(lab.source, code_dir):
         kind = "lab" if path == lab.source.resolve() else "module"
-        inputs[f"{kind}:{rel(path, root)}"] = _digest(path)
+        inputs[f"{kind}:{rel(path, root)}"] = figure_cache.file_digest(path)
     for name, version in library_versions():
         inputs[f"lib:{name}"] = version
     blob = json.dumps(inputs, sort_keys=True, ensure_ascii=False).encode()
@@ -253,27 +249,10 @@ def execute(item: Planned, root: Path = ROOT_DIR, cwd: Path = ROOT) -> Path:
             json.dumps(item.key.inputs, indent=1, sort_keys=True, ensure_ascii=False), encoding="utf-8"
         )
         (staging / "run.json").write_text(json.dumps({"seconds": round(seconds, 2)}), encoding="utf-8")
-        return _commit(staging, entry_dir(lab, item.key, root))
+        return figure_cache.commit_dir(staging, entry_dir(lab, item.key, root))
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-
-
-def _commit(staging: Path, target: Path) -> Path:
-    """Move a finished staging directory into place in one rename, prune older entries."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists():  # --force: the fresh run replaces the entry with the same key
-        aside = target.parent / f".old-{target.name}-{os.getpid()}"
-        os.rename(target, aside)
-        shutil.rmtree(aside, ignore_errors=True)
-    try:
-        os.rename(staging, target)
-    except OSError:
-        shutil.rmtree(staging, ignore_errors=True)  # someone else committed the same key first
-    for old in target.parent.iterdir():
-        if old != target and old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
-    return target
 
 
 def run(items: list[Planned], root: Path = ROOT_DIR, cwd: Path = ROOT, out: TextIO | None = None) -> tuple[int, int]:

@@ -42,7 +42,7 @@ def library_versions() -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _file_digest(path: Path) -> str:
+def file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -58,10 +58,10 @@ def key_for(spec: FigureSpec, code_dir: Path = CODE, root: Path = ROOT) -> Key:
         [spec.name, spec.function, spec.article, spec.title, spec.caption, list(spec.data)], ensure_ascii=False
     )
     for path in function_deps(spec.module, spec.function, code_dir):
-        inputs[f"module:{rel(path)}"] = _file_digest(path)
+        inputs[f"module:{rel(path)}"] = file_digest(path)
     for item in spec.data:
         path = root / item
-        inputs[f"data:{item}"] = _file_digest(path) if path.is_file() else "missing"
+        inputs[f"data:{item}"] = file_digest(path) if path.is_file() else "missing"
     for name, version in library_versions():
         inputs[f"lib:{name}"] = version
     blob = json.dumps(inputs, sort_keys=True, ensure_ascii=False).encode()
@@ -89,11 +89,16 @@ def staging_dir(spec: FigureSpec, root: Path = ROOT_DIR) -> Path:
     return path
 
 
-def commit(staging: Path, spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> Path:
-    """Move a finished staging directory into place in one rename, prune older entries."""
-    target = entry_dir(spec, key, root)
+def commit_dir(staging: Path, target: Path) -> Path:
+    """Move a finished staging directory to ``target`` in one rename; prune its older siblings.
+
+    An existing ``target`` (a forced rebuild of the same key) is moved aside first.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
-    (staging / "inputs.json").write_text(json.dumps(key.inputs, indent=1, sort_keys=True, ensure_ascii=False))
+    if target.exists():
+        aside = target.parent / f".old-{target.name}-{os.getpid()}"
+        os.rename(target, aside)
+        shutil.rmtree(aside, ignore_errors=True)
     try:
         os.rename(staging, target)
     except OSError:
@@ -103,6 +108,12 @@ def commit(staging: Path, spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> 
         if old != target and old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def commit(staging: Path, spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> Path:
+    """Record what went into a figure next to it and move the entry into place."""
+    (staging / "inputs.json").write_text(json.dumps(key.inputs, indent=1, sort_keys=True, ensure_ascii=False))
+    return commit_dir(staging, entry_dir(spec, key, root))
 
 
 def clean_stale_staging(root: Path = ROOT_DIR) -> None:

@@ -133,10 +133,6 @@ def draw(item: Planned, root: Path = cache.ROOT_DIR) -> Path:
         mpl_logger.removeHandler(watch)
 
 
-def describe_inputs(item: Planned) -> list[str]:
-    return [f"    {k} = {v[:16] if len(v) == 64 else v}" for k, v in sorted(item.key.inputs.items())]
-
-
 def _worker_init() -> None:
     """Die with the parent: an interrupted run must not leave drawing orphans behind."""
     try:
