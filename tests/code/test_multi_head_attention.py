@@ -105,7 +105,8 @@ def test_module_structure():
 
 
 def test_d_model_not_divisible_raises():
-    with pytest.raises(AssertionError):
+    # ValueError 而不是 assert：python -O 下检查也还在（见 test_shape_contracts.py）
+    with pytest.raises(ValueError, match="n_heads = 3"):
         MultiHeadAttention(10, 3)
 
 
