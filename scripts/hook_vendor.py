@@ -1,7 +1,7 @@
 """MkDocs hook: check the vendored front-end assets before building.
 
 KaTeX is committed under docs/assets/vendor/katex/ (see scripts/vendor_katex.py),
-so MkDocs publishes it like any other static file: no Node, no node_modules, no
+so MkDocs publishes it like any other static file: no Node, no npm install, no
 CDN. This hook only stops the build when those files no longer match their
 SHA256SUMS manifest (a partial copy, a hand edit, a bad merge), which would
 otherwise show up as broken math in the browser. Hashing the 26 files (~580 KB)
