@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
 NODE_STAMP := node_modules/.installed-$(shell cksum < package-lock.json | cut -d' ' -f1)
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup node-tools serve build check test lint figures labs new bench clean
+.PHONY: setup node-tools serve build check test lint figures labs new bench lock-py313 clean
 
 setup: $(STAMP)
 
@@ -55,6 +55,20 @@ bench: setup
 test: setup node-tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# requirements-py313.txt：CI 中 Python 3.13 任务的锁定文件，由 pip-compile 在 Python 3.13 上从 requirements.in 生成，
+# 不要手工修改。torch 由 CI 先从 PyTorch 的 CPU 源单独安装，所以 torch 和只有 CUDA 版才依赖的包都不写入。
+PY313     ?= python3.13
+LOCK_VENV := .cache/pip-tools-py313
+CUDA_ONLY := triton cuda-bindings cuda-pathfinder cuda-toolkit nvidia-cublas nvidia-cuda-cupti nvidia-cuda-nvrtc \
+	nvidia-cuda-runtime nvidia-cudnn-cu13 nvidia-cufft nvidia-cufile nvidia-curand nvidia-cusolver nvidia-cusparse \
+	nvidia-cusparselt-cu13 nvidia-nccl-cu13 nvidia-nvjitlink nvidia-nvshmem-cu13 nvidia-nvtx
+
+lock-py313:
+	test -x $(LOCK_VENV)/bin/pip-compile || { $(PY313) -m venv $(LOCK_VENV) && \
+		$(LOCK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check pip-tools==7.6.2; }
+	$(LOCK_VENV)/bin/pip-compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links \
+		$(addprefix --unsafe-package=,torch $(CUDA_ONLY)) --output-file=requirements-py313.txt requirements.in
 
 clean:
 	rm -rf site .cache

