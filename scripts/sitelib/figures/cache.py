@@ -3,8 +3,9 @@
 Key = hash of: the pipeline version, the declaration, the bytes of the
 declaring module and of every ``code/`` module the figure's function uses,
 followed through helpers and imports (figkit, the shared style, always), the
-data files it names, and the versions of Python and of the libraries that
-draw it. Entries are directories written atomically.
+data files it names, the keys of the build artifacts it uses (a trained model,
+see ``sitelib/artifacts.py``), and the versions of Python and of the libraries
+that draw it. Entries are directories written atomically.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..paths import CACHE, CODE, ROOT, rel
-from .deps import function_deps
+from .deps import definition_deps, function_deps
 from .registry import FigureSpec
 
 PIPELINE_VERSION = "1"
@@ -64,8 +65,23 @@ def key_for(spec: FigureSpec, code_dir: Path = CODE, root: Path = ROOT) -> Key:
         inputs[f"data:{item}"] = file_digest(path) if path.is_file() else "missing"
     for name, version in library_versions():
         inputs[f"lib:{name}"] = version
+    inputs.update(artifact_inputs(spec, code_dir, root))
     blob = json.dumps(inputs, sort_keys=True, ensure_ascii=False).encode()
     return Key(hashlib.sha256(blob).hexdigest()[:20], inputs)
+
+
+def artifact_inputs(spec: FigureSpec, code_dir: Path = CODE, root: Path = ROOT) -> dict[str, str]:
+    """``{"artifact:<name>": key}`` for the build artifacts (a trained model) the figure's function uses."""
+    from .. import artifacts  # imports this module
+
+    reached = definition_deps([(spec.module, spec.function)], code_dir).roots
+    return artifacts.consumer_inputs(reached, code_dir, root)
+
+
+def artifacts_used(spec: FigureSpec, code_dir: Path = CODE) -> list:
+    from .. import artifacts
+
+    return artifacts.used_by(definition_deps([(spec.module, spec.function)], code_dir).roots, code_dir)
 
 
 def entry_dir(spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> Path:

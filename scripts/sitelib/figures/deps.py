@@ -8,6 +8,10 @@ library versions in the cache key instead.
 from __future__ import annotations
 
 import ast
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -101,7 +105,11 @@ def function_deps(module: Path, function: str, code_dir: Path = CODE) -> list[Pa
             continue
         seen.add(name)
         for node in ast.walk(defined[name]):
-            if isinstance(node, ast.Name):
+            if isinstance(node, ast.Import):  # an import inside the function
+                used_modules.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                used_modules.add(node.module)
+            elif isinstance(node, ast.Name):
                 if node.id in imported:
                     used_modules.add(imported[node.id])
                 elif node.id in defined and node.id not in seen:
@@ -112,3 +120,243 @@ def function_deps(module: Path, function: str, code_dir: Path = CODE) -> list[Pa
         if path is not None:
             files.update(closure(path, code_dir))
     return sorted(files)
+
+
+# --------------------------------------------------------------------------- definition-level dependencies
+#
+# A finer key than whole files: what a root (a function, or a lab's whole source) really runs is the set of
+# top-level definitions it names, followed through imports and through the names those definitions read,
+# plus the top-level statements of every module it touches (they run on import). Each definition is
+# compared by its syntax tree without docstrings (``ast.dump`` carries neither comments nor line numbers),
+# so a comment, a docstring or an unrelated function edited in a used module changes nothing.
+
+_SKIP = object()  # a top-level statement that neither defines a name nor runs anything that matters
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+    )
+
+
+def _is_docstring(node: ast.AST) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+class _StripDocstrings(ast.NodeTransformer):
+    def _strip(self, node: ast.AST) -> ast.AST:
+        self.generic_visit(node)
+        body = getattr(node, "body", None)
+        if body and _is_docstring(body[0]):
+            node.body = body[1:] or [ast.Pass()]
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip
+
+
+def _normalized(node: ast.AST) -> str:
+    return ast.dump(_StripDocstrings().visit(copy.deepcopy(node)))
+
+
+def _bound_names(node: ast.AST) -> set[str]:
+    """Names a (compound) top-level statement binds, not looking inside function or class bodies."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(item.name)
+            if item is not node:
+                continue
+            stack.extend(item.decorator_list)
+            continue
+        if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
+            names.add(item.id)
+        elif isinstance(item, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in item.names if a.name != "*")
+        stack.extend(ast.iter_child_nodes(item))
+    return names
+
+
+def _import_bindings(node: ast.AST) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
+    """(bound name -> (module, attribute or None for the module itself), star-imported modules) in ``node``."""
+    bindings: dict[str, tuple[str, str | None]] = {}
+    stars: list[str] = []
+    for item in ast.walk(node):
+        if isinstance(item, ast.Import):
+            for alias in item.names:
+                if alias.asname:
+                    bindings[alias.asname] = (alias.name, None)
+                else:
+                    top = alias.name.split(".")[0]
+                    bindings[top] = (top, None)
+        elif isinstance(item, ast.ImportFrom) and item.module and item.level == 0 and item.module != "__future__":
+            for alias in item.names:
+                if alias.name == "*":
+                    stars.append(item.module)
+                else:
+                    bindings[alias.asname or alias.name] = (item.module, alias.name)
+    return bindings, stars
+
+
+@dataclass(frozen=True)
+class ModuleDefs:
+    """The top level of one file: what each name is bound by, and what runs on import."""
+
+    path: Path
+    defs: dict[str, tuple[str, ...]]  # name -> normalized statements that bind it
+    nodes: dict[str, tuple[ast.AST, ...]]  # name -> those statements
+    imports: dict[str, tuple[str, str | None]]
+    stars: tuple[str, ...]
+    effects: tuple[ast.AST, ...]  # top-level statements run for their effect (calls, if/try blocks, ...)
+    effect_dumps: tuple[str, ...]
+
+
+@lru_cache(maxsize=512)
+def _module_defs(path: Path, mtime_ns: int) -> ModuleDefs:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    nodes: dict[str, list[ast.AST]] = {}
+    effects: list[ast.AST] = []
+    for index, stmt in enumerate(tree.body):
+        if (index == 0 and _is_docstring(stmt)) or _is_main_guard(stmt):
+            continue
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            continue  # bindings are read below; the imported module's own top level is followed when used
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                 ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            effects.append(stmt)
+        for name in _bound_names(stmt):
+            nodes.setdefault(name, []).append(stmt)
+    body = [s for s in tree.body if not _is_main_guard(s) and not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                                   ast.ClassDef))]
+    imports, stars = _import_bindings(ast.Module(body=body, type_ignores=[]))
+    return ModuleDefs(
+        path=path,
+        defs={name: tuple(_normalized(n) for n in stmts) for name, stmts in nodes.items()},
+        nodes={name: tuple(stmts) for name, stmts in nodes.items()},
+        imports=imports,
+        stars=tuple(stars),
+        effects=tuple(effects),
+        effect_dumps=tuple(_normalized(n) for n in effects),
+    )
+
+
+def module_defs(path: Path) -> ModuleDefs:
+    path = path.resolve()
+    return _module_defs(path, path.stat().st_mtime_ns)
+
+
+def _references(node: ast.AST) -> tuple[set[str], set[tuple[str, str]]]:
+    """(bare names read, (name, attribute) pairs read as ``name.attribute``) anywhere in ``node``."""
+    bare: set[str] = set()
+    dotted: set[tuple[str, str]] = set()
+    consumed: set[int] = set()
+    for item in ast.walk(node):
+        if isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name):
+            dotted.add((item.value.id, item.attr))
+            consumed.add(id(item.value))
+    for item in ast.walk(node):
+        if isinstance(item, ast.Name) and id(item) not in consumed:
+            bare.add(item.id)
+    return bare, dotted
+
+
+@dataclass
+class DefinitionDeps:
+    """The result of :func:`definition_deps`: for each file of ``code/`` touched, a digest and the names used."""
+
+    digests: dict[Path, str]
+    names: dict[Path, list[str]]  # "*" when the whole module is used
+    roots: set[tuple[Path, str]]  # every (file, name) reached, for "does X use Y" questions
+
+
+def definition_deps(roots: list[tuple[Path, str | None]], code_dir: Path = CODE) -> DefinitionDeps:
+    """What a set of roots uses, definition by definition.
+
+    A root is ``(file, name)`` (a top-level name of that file) or ``(file, None)`` (the whole file: every
+    statement of it, as for a lab's source). Names are followed through ``from m import x``, ``import m``
+    with ``m.x``, star imports and imports inside functions; modules outside ``code_dir`` are libraries
+    and are not followed (their versions are part of every key).
+    """
+    code_dir = code_dir.resolve()
+    used: dict[Path, set[str]] = {}
+    whole: set[Path] = set()
+    seen: set[tuple[Path, str | None]] = set()
+    stack = [(p.resolve(), n) for p, n in roots]
+
+    def follow(mod: ModuleDefs, node: ast.AST) -> None:
+        local, local_stars = _import_bindings(node)
+        bare, dotted = _references(node)
+        for name, attr in dotted:
+            binding = local.get(name) or (None if name in mod.defs else mod.imports.get(name))
+            if binding is not None and binding[1] is None:
+                target = _resolve(binding[0], code_dir)
+                if target is not None:
+                    stack.append((target, attr))
+                    continue
+            bare.add(name)
+        for name in bare | set(local):
+            binding = local.get(name)
+            if binding is not None:
+                resolve_import(binding)
+            else:
+                stack.append((mod.path, name))
+        for star in local_stars:
+            if (target := _resolve(star, code_dir)) is not None:
+                stack.append((target, None))
+
+    def resolve_import(binding: tuple[str, str | None]) -> None:
+        module, attr = binding
+        if attr is not None and (sub := _resolve(f"{module}.{attr}", code_dir)) is not None:
+            stack.append((sub, None))  # ``from package import submodule``
+            return
+        target = _resolve(module, code_dir)
+        if target is not None:
+            stack.append((target, attr))
+
+    while stack:
+        path, name = stack.pop()
+        if (path, name) in seen:
+            continue
+        seen.add((path, name))
+        mod = module_defs(path)
+        if path not in used:  # first visit: the module's top-level statements run on import
+            used[path] = set()
+            for effect in mod.effects:
+                follow(mod, effect)
+        if name is None:
+            whole.add(path)
+            for stmts in mod.nodes.values():
+                for stmt in stmts:
+                    follow(mod, stmt)
+            for star in mod.stars:
+                if (target := _resolve(star, code_dir)) is not None:
+                    stack.append((target, None))
+            continue
+        if name in mod.defs:
+            used[path].add(name)
+            for stmt in mod.nodes[name]:
+                follow(mod, stmt)
+        elif name in mod.imports:
+            resolve_import(mod.imports[name])
+        else:
+            for star in mod.stars:
+                if (target := _resolve(star, code_dir)) is not None:
+                    stack.append((target, name))
+            # otherwise a builtin, a library name or a typo: nothing in code/ to follow
+
+    digests: dict[Path, str] = {}
+    names: dict[Path, list[str]] = {}
+    for path in sorted(used):
+        mod = module_defs(path)
+        chosen = sorted(mod.defs) if path in whole else sorted(used[path])
+        blob = json.dumps(
+            {"defs": {n: list(mod.defs[n]) for n in chosen}, "effects": list(mod.effect_dumps)}, ensure_ascii=False
+        )
+        digests[path] = hashlib.sha256(blob.encode()).hexdigest()
+        names[path] = ["*"] if path in whole else chosen
+    reached = {(p, n) for p, n in seen if n is not None}
+    return DefinitionDeps(digests, names, reached)

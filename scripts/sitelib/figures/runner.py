@@ -169,6 +169,16 @@ def run(items: list[Planned], root: Path = cache.ROOT_DIR, out: Any = None) -> t
     cache.clean_stale_staging(root)
     start = time.perf_counter()
     stale = [item for item in items if not item.cached]
+    if stale:  # the trained models the stale figures use, computed first in a fresh process (not in a forked worker)
+        from .. import artifacts
+
+        needed: list[artifacts.Artifact] = []
+        for item in stale:
+            needed += [a for a in cache.artifacts_used(item.spec) if a not in needed]
+        try:
+            artifacts.ensure(needed, out)
+        except artifacts.ArtifactError as exc:
+            raise FigureError(f"图 {'、'.join(i.spec.name for i in stale)} 用到的构建产物计算失败：\n{exc}") from exc
     by_name = {item.spec.name: item for item in stale}
     for item in items:
         if item.cached:
