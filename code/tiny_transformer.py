@@ -15,17 +15,26 @@
 模型由 code/multi_head_attention.py 的 MultiHeadAttention 和 code/attention.py 的
 causal_mask 搭成，位置信息用 code/positional_encoding.py 的可学习位置嵌入（或正弦编码）。
 每一层每个头的注意力权重都保存下来，供实验画图和打分。
+
+文章里的图和动手实验用的是同一个参考模型（train_reference）：构建网站时只训练一次，权重缓存起来；
+pretrained() 有缓存就读取，没有（例如下载的 Notebook）就现场训练，结果相同。
+形状不对时函数抛出 ValueError，检查的代码在文件末尾。
 """
 
 from __future__ import annotations
 
+import math
+import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from pathlib import Path
 
 import torch
 from attention import causal_mask
 from multi_head_attention import MultiHeadAttention
 from positional_encoding import LearnedPositionEmbedding, sinusoidal_position_encoding
+from shapes import check_int, check_positive, check_tensor, fmt, shape_error
 from torch import Tensor, nn
 from torch.nn import functional as F
 
@@ -34,7 +43,7 @@ BOS = 0  # 起始符占用词表里的 0 号，随机词从 1 开始
 
 @dataclass
 class TinyConfig:
-    """模型的超参数。用默认值训练 1000 步（CPU 上十几秒）就能学会重复序列任务。"""
+    """模型的超参数。用默认值训练 1000 步就能学会重复序列任务（训练用时见 pretrained() 的输出）。"""
 
     vocab_size: int = 48  # 含 BOS
     d_model: int = 64
@@ -76,6 +85,7 @@ class TinyTransformer(nn.Module):
     def __init__(self, cfg: TinyConfig | None = None) -> None:
         super().__init__()
         self.cfg = cfg or TinyConfig()
+        check_config(self.cfg)  # 超参数不合理就报错，见文件末尾
         c = self.cfg
         self.embed = nn.Embedding(c.vocab_size, c.d_model)
         self.pos: LearnedPositionEmbedding | None = None
@@ -94,9 +104,8 @@ class TinyTransformer(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor:
         """tokens: (B, T) 的整数张量。返回 logits: (B, T, vocab_size)，第 t 行预测第 t+1 个词。"""
+        check_tokens("tokens", tokens, self.cfg)  # 形状、类型、编号范围，见文件末尾
         T = tokens.size(1)
-        if self.cfg.max_len < T:
-            raise ValueError(f"序列长度 {T} 超过了 max_len={self.cfg.max_len}")
         x = self.embed(tokens)  # (B, T, d_model)
         x = self.pos(x) if self.pos is not None else x + self.pe[:T]  # 加上位置信息
         mask = causal_mask(T, device=tokens.device)  # (T, T)，True 表示未来位置，不许看
@@ -115,8 +124,7 @@ def make_repeat_batch(
 
     前一半的词互不相同，所以「上一次出现的位置」是唯一的，复制的答案也没有歧义。
     """
-    if half_len > vocab_size - 1:
-        raise ValueError(f"half_len={half_len} 超过了可用的词数 {vocab_size - 1}")
+    check_batch_args(batch_size, half_len, vocab_size, generator)
     # 每行取 1..vocab_size-1 的一个随机排列的前 half_len 个：互不相同的随机词
     noise = torch.rand(batch_size, vocab_size - 1, generator=generator)
     first = noise.argsort(dim=1)[:, :half_len] + 1  # (B, half_len)
@@ -132,11 +140,16 @@ def repeat_positions(half_len: int) -> slice:
     第二遍的第一个词猜不出来（它前面是第一遍的最后一个词，之前没出现过）；从位置 half_len + 1 起，
     当前词在第一遍出现过，照抄它后面的那个词就对了；最后一个位置后面没有词。
     """
+    check_int("half_len", half_len, minimum=2)  # half_len = 1 时没有能照抄的位置
     return slice(half_len + 1, 2 * half_len)
 
 
 def repeat_metrics(logits: Tensor, tokens: Tensor, half_len: int) -> tuple[Tensor, Tensor]:
-    """重复的那一半上的 (交叉熵, 准确率)。"""
+    """重复的那一半上的 (交叉熵, 准确率)。
+
+    logits: (B, T, vocab_size)，tokens: (B, T)，T = 1 + 2 * half_len（make_repeat_batch 生成的序列）。
+    """
+    check_metric_shapes(logits, tokens, half_len)
     span = repeat_positions(half_len)
     pred = logits[:, span]  # (B, n, vocab)
     target = tokens[:, span.start + 1 : span.stop + 1]  # 每个位置的下一个词
@@ -147,11 +160,14 @@ def repeat_metrics(logits: Tensor, tokens: Tensor, half_len: int) -> tuple[Tenso
 
 @dataclass
 class TrainHistory:
-    """训练记录：每一步训练批次上的损失和「重复的那一半」的准确率。"""
+    """训练记录：每一步训练批次上的损失和「重复的那一半」的准确率。
+
+    seconds 是这次训练的用时；从缓存文件读出的模型不是现场训练的，没有用时，为 None。
+    """
 
     loss: list[float] = field(default_factory=list)
     repeat_acc: list[float] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float | None = None
 
 
 # --8<-- [start:train]
@@ -172,11 +188,9 @@ def train(
     loss_on="repeat" 只在能靠复制猜对的位置上算交叉熵（默认）；"all" 在整条序列上算，
     和训练普通语言模型一样，但前一半是随机词，它的损失只是噪声，学得会慢很多。
     """
-    if loss_on not in ("repeat", "all"):
-        raise ValueError(f"loss_on 只能是 'repeat' 或 'all'，收到 {loss_on!r}")
+    low, high = check_train_args(model, steps, batch_size, half_len, lr, loss_on, log_every)  # 见文件末尾
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
-    low, high = (half_len, half_len) if isinstance(half_len, int) else half_len
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     history = TrainHistory()
     start = time.perf_counter()
@@ -219,6 +233,7 @@ def head_scores(weights: Tensor, tokens: Tensor) -> dict[str, Tensor]:
     返回 {分数名: (n_heads,) 张量}，每个分数在 0 到 1 之间。
     「归纳」和「同词」只在当前词前面出现过的位置上平均，其余分数在位置 1..T-1 上平均。
     """
+    check_score_shapes(weights, tokens)
     B, _, T, _ = weights.shape
     rows = torch.arange(1, T)
     scores = {
@@ -241,7 +256,11 @@ def head_scores(weights: Tensor, tokens: Tensor) -> dict[str, Tensor]:
 
 
 def name_head(scores: dict[str, float], threshold: float = 0.3) -> str:
-    """按得分最高的那一类给头起名；最高分也不到 threshold 时说明它没有明显的分工。"""
+    """按得分最高的那一类给头起名；最高分也不到 threshold 时说明它没有明显的分工。
+
+    scores: {分数名: 分数}，分数名取自 SCORE_NAMES（head_scores 返回的那些）。
+    """
+    check_score_dict(scores)
     best = max(scores, key=lambda k: scores[k])
     if scores[best] < threshold:
         return "没有明显分工"
@@ -255,6 +274,22 @@ def name_head(scores: dict[str, float], threshold: float = 0.3) -> str:
 # --8<-- [end:scores]
 
 
+def format_score(value: float, threshold: float = 0.3, digits: int = 2, percent: bool = False) -> str:
+    """把分数写成 digits 位小数；要是四舍五入后和 threshold 比出的结论变了，就多写几位。
+
+    例如门槛是 0.3 时，0.2996 写成 0.2996 而不是 0.30：读者拿印出来的数和门槛比，结论和程序的一致。
+    percent=True 时写成百分数（0.8996 → 89.96%），threshold 仍是 0 到 1 之间的小数。
+    """
+    check_format_args(value, threshold, digits)
+    scale, unit = (100, "%") if percent else (1, "")
+    for d in range(digits, 12):
+        text = f"{value * scale:.{d}f}"
+        # 用十进制比较印出来的数和门槛，和人读数时一样（二进制浮点会有 92.1 / 100 < 0.921 这种误差）
+        if (Decimal(text) >= Decimal(repr(float(threshold))) * scale) == (value >= threshold):
+            return text + unit
+    return repr(value)
+
+
 def all_head_scores(model: TinyTransformer, tokens: Tensor) -> list[list[dict[str, float]]]:
     """在 tokens 上跑一遍模型，返回 [层][头] -> {分数名: 分数}。"""
     model.eval()
@@ -265,6 +300,204 @@ def all_head_scores(model: TinyTransformer, tokens: Tensor) -> list[list[dict[st
         s = head_scores(weights, tokens)
         out.append([{k: float(v[h]) for k, v in s.items()} for h in range(weights.size(1))])
     return out
+
+
+# --8<-- [start:reference]
+REFERENCE_STEPS = 1000  # 参考模型训练的步数
+REFERENCE_SEED = 0
+
+
+def train_reference() -> tuple[TinyTransformer, TrainHistory]:
+    """文章插图和动手实验共用的参考模型：默认配置，种子 0，在重复序列任务上训练 1000 步。"""
+    torch.manual_seed(REFERENCE_SEED)  # 决定参数的初始值
+    model = TinyTransformer(TinyConfig())
+    history = train(model, steps=REFERENCE_STEPS, seed=REFERENCE_SEED)
+    return model, history
+# --8<-- [end:reference]
+
+
+# 构建网站时，scripts/build_artifacts.py 调用 train_reference() 训练一次，用 save_trained() 存进缓存，
+# 再通过环境变量 PRETRAINED_ENV 把文件位置告诉插图和实验。缓存键只取决于这两个函数真正用到的代码：
+# 改注释、改无关的函数都不会重新训练。
+BUILD_ARTIFACTS = {"tiny-transformer": ("train_reference", "save_trained")}
+PRETRAINED_ENV = "LLM_ARTIFACT_TINY_TRANSFORMER"
+
+
+def save_trained(path: str | Path, model: TinyTransformer, history: TrainHistory) -> None:
+    """把模型（配置和参数）连同训练记录存成一个文件。"""
+    check_saved_args(model, history)
+    data = {
+        "config": asdict(model.cfg),
+        "state_dict": model.state_dict(),
+        "loss": list(history.loss),
+        "repeat_acc": list(history.repeat_acc),
+    }
+    torch.save(data, path)
+
+
+def load_trained(path: str | Path) -> tuple[TinyTransformer, TrainHistory]:
+    """读回 save_trained 存的文件，返回 (模型, 训练记录)。模型处于 eval 模式。"""
+    if not Path(path).is_file():
+        raise ValueError(f"path 应是 save_trained 存下的文件，但找不到 {path}")
+    data = torch.load(path, weights_only=True)  # 只读张量和普通数据，不执行文件里的代码
+    model = TinyTransformer(TinyConfig(**data["config"]))
+    model.load_state_dict(data["state_dict"])
+    model.eval()
+    return model, TrainHistory(loss=list(data["loss"]), repeat_acc=list(data["repeat_acc"]))
+
+
+def pretrained(verbose: bool = True) -> tuple[TinyTransformer, TrainHistory]:
+    """参考模型 train_reference() 的结果：构建网站时训练好、缓存了的就直接读取，没有就现场训练。
+
+    缓存文件的位置由环境变量 LLM_ARTIFACT_TINY_TRANSFORMER 给出（构建脚本设置）。下载的 Notebook
+    里没有它，就现场训练：同样的种子、单线程（torch.set_num_threads(1)）时，得到的参数和缓存的一样。
+    """
+    path = os.environ.get(PRETRAINED_ENV)
+    if path and Path(path).is_file():
+        if verbose:
+            print(f"读取构建网站时训练好的参考模型（train_reference()：{REFERENCE_STEPS} 步，种子 {REFERENCE_SEED}）")
+        return load_trained(path)
+    if verbose:
+        print(f"没有现成的参考模型，现场训练（train_reference()：{REFERENCE_STEPS} 步，种子 {REFERENCE_SEED}）……")
+    model, history = train_reference()
+    if verbose:
+        print(f"训练用时 {history.seconds:.1f} s")
+    return model, history
+
+
+# ---------- 形状检查：不在文章和实验里展示，输入不对时给出看得懂的错误 ----------
+
+
+def check_config(cfg: TinyConfig) -> None:
+    """TinyConfig 的各项是合理的正整数（d_model 能否被 n_heads 整除由 MultiHeadAttention 检查）。"""
+    if not isinstance(cfg, TinyConfig):
+        raise ValueError(f"cfg 应为 TinyConfig，收到 {type(cfg).__name__}")
+    check_int("vocab_size", cfg.vocab_size, minimum=2)  # 至少要有 BOS 和一个词
+    check_int("d_model", cfg.d_model, minimum=1)
+    check_int("n_heads", cfg.n_heads, minimum=1)
+    check_int("n_layers", cfg.n_layers, minimum=1)
+    check_int("max_len", cfg.max_len, minimum=1)
+
+
+def check_tokens(name: str, tokens: Tensor, cfg: TinyConfig) -> None:
+    """tokens 是 (B, T) 的整数张量，1 <= T <= max_len，每个编号在 0 到 vocab_size - 1 之间。"""
+    check_tensor(name, tokens)
+    expected = f"(B, T)，其中 T 不超过 max_len = {cfg.max_len}"
+    if tokens.dim() != 2:
+        hint = f"只有一条序列时请先加上批次维：{name}[None]" if tokens.dim() == 1 else ""
+        raise shape_error(name, expected, tokens.shape, hint)
+    if tokens.dtype == torch.bool or tokens.is_floating_point() or tokens.is_complex():
+        raise ValueError(f"{name} 应为整数张量（词的编号），收到 dtype={tokens.dtype}；可以先用 {name}.long() 转换")
+    if tokens.size(1) == 0 or tokens.size(1) > cfg.max_len:
+        raise shape_error(name, expected, tokens.shape, f"序列长度 {tokens.size(1)} 不在 1 到 {cfg.max_len} 之间")
+    if tokens.numel() and (tokens.min() < 0 or tokens.max() >= cfg.vocab_size):
+        raise ValueError(
+            f"{name} 里的词编号应在 0 到 vocab_size - 1 = {cfg.vocab_size - 1} 之间，"
+            f"收到最小 {int(tokens.min())}、最大 {int(tokens.max())}"
+        )
+
+
+def check_batch_args(batch_size: int, half_len: int, vocab_size: int, generator: torch.Generator | None) -> None:
+    """make_repeat_batch 的参数：正整数，且前一半的 half_len 个词能互不相同。"""
+    check_int("batch_size", batch_size, minimum=1)
+    check_int("half_len", half_len, minimum=1)
+    check_int("vocab_size", vocab_size, minimum=2)
+    if half_len > vocab_size - 1:
+        raise ValueError(
+            f"half_len = {half_len} 超过了可用的词数 vocab_size - 1 = {vocab_size - 1}：前一半的词要互不相同"
+        )
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator 应为 torch.Generator 或 None，收到 {type(generator).__name__}")
+
+
+def check_metric_shapes(logits: Tensor, tokens: Tensor, half_len: int) -> None:
+    """repeat_metrics 的输入：logits (B, T, vocab_size)，tokens (B, T)，T = 1 + 2 * half_len。"""
+    check_int("half_len", half_len, minimum=2)
+    check_tensor("tokens", tokens)
+    check_tensor("logits", logits)
+    T = 1 + 2 * half_len
+    if tokens.dim() != 2 or tokens.size(1) != T:
+        raise shape_error("tokens", f"(B, 1 + 2 * half_len) = (B, {T})", tokens.shape,
+                          "half_len 要和生成这批序列时用的相同")
+    if tokens.is_floating_point() or tokens.dtype == torch.bool:
+        raise ValueError(f"tokens 应为整数张量（词的编号），收到 dtype={tokens.dtype}")
+    if not logits.is_floating_point():
+        raise ValueError(f"logits 应为浮点张量（模型的输出），收到 dtype={logits.dtype}")
+    if logits.dim() != 3 or tuple(logits.shape[:2]) != tuple(tokens.shape):
+        raise shape_error("logits", f"(B, T, vocab_size)，其中 (B, T) = {fmt(tokens.shape)} 与 tokens 相同",
+                          logits.shape)
+
+
+def check_train_args(
+    model: TinyTransformer, steps: int, batch_size: int, half_len: int | tuple[int, int], lr: float,
+    loss_on: str, log_every: int,
+) -> tuple[int, int]:
+    """train 的参数；返回 half_len 的范围 (最短, 最长)。"""
+    if not isinstance(model, TinyTransformer):
+        raise ValueError(f"model 应为 TinyTransformer，收到 {type(model).__name__}")
+    check_int("steps", steps)
+    check_int("batch_size", batch_size, minimum=1)
+    check_int("log_every", log_every)
+    check_positive("lr", lr)
+    if loss_on not in ("repeat", "all"):
+        raise ValueError(f"loss_on 只能是 'repeat' 或 'all'，收到 {loss_on!r}")
+    if isinstance(half_len, tuple) and len(half_len) == 2:
+        low, high = (check_int("half_len[0]", half_len[0], minimum=2), check_int("half_len[1]", half_len[1], minimum=2))
+        if low > high:
+            raise ValueError(f"half_len 写成范围时应为 (最短, 最长)，收到 {half_len}")
+    else:
+        low = high = check_int("half_len", half_len, minimum=2)  # 至少要有一个能照抄的位置
+    cfg = model.cfg
+    if high > cfg.vocab_size - 1:
+        raise ValueError(f"half_len 最长 {high}，超过了可用的词数 vocab_size - 1 = {cfg.vocab_size - 1}")
+    if 1 + 2 * high > cfg.max_len:
+        raise ValueError(f"half_len 最长 {high} 时序列长 {1 + 2 * high}，超过了 max_len = {cfg.max_len}")
+    return low, high
+
+
+def check_score_shapes(weights: Tensor, tokens: Tensor) -> None:
+    """head_scores 的输入：weights (B, n_heads, T, T)，tokens (B, T)。"""
+    check_tensor("weights", weights)
+    check_tensor("tokens", tokens)
+    if not weights.is_floating_point():
+        raise ValueError(f"weights 应为浮点张量（注意力权重），收到 dtype={weights.dtype}")
+    expected = "(B, n_heads, T, T)，一层的注意力权重"
+    if weights.dim() != 4:
+        hint = "一个样本的权重请先加上批次维：weights[None]" if weights.dim() == 3 else ""
+        raise shape_error("weights", expected, weights.shape, hint)
+    if weights.size(-1) != weights.size(-2):
+        raise shape_error("weights", expected, weights.shape, "最后两维应相等（查询数 = 键数 = T）")
+    B, T = weights.size(0), weights.size(-1)
+    if tuple(tokens.shape) != (B, T):
+        hint = "只有一条序列时请写成 tokens[None]" if tokens.dim() == 1 else ""
+        raise shape_error("tokens", f"(B, T) = {fmt((B, T))}，与 weights 的批次和长度相同", tokens.shape, hint)
+    if T < 2:
+        raise shape_error("weights", expected + "，T 至少为 2", weights.shape)
+
+
+def check_score_dict(scores: dict[str, float]) -> None:
+    """name_head 的输入：非空的 {分数名: 分数}，分数名都在 SCORE_NAMES 里。"""
+    if not isinstance(scores, dict) or not scores:
+        raise ValueError(f"scores 应为非空的字典 {{分数名: 分数}}，收到 {scores!r}")
+    unknown = [k for k in scores if k not in SCORE_NAMES]
+    if unknown:
+        raise ValueError(f"scores 的键应取自 SCORE_NAMES（{'、'.join(SCORE_NAMES)}），收到 {unknown}")
+
+
+def check_format_args(value: float, threshold: float, digits: int) -> None:
+    """format_score 的参数：有限的实数，digits 是非负整数。"""
+    for name, number in (("value", value), ("threshold", threshold)):
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+            raise ValueError(f"{name} 应为有限的实数（可用 float(t) 把单个元素的张量转换过来），收到 {number!r}")
+    check_int("digits", digits)
+
+
+def check_saved_args(model: TinyTransformer, history: TrainHistory) -> None:
+    """save_trained 的参数类型。"""
+    if not isinstance(model, TinyTransformer):
+        raise ValueError(f"model 应为 TinyTransformer，收到 {type(model).__name__}")
+    if not isinstance(history, TrainHistory):
+        raise ValueError(f"history 应为 TrainHistory（train 的返回值），收到 {type(history).__name__}")
 
 
 if __name__ == "__main__":
