@@ -18,15 +18,39 @@ import matplotlib
 matplotlib.use("Agg")  # 构建时没有屏幕
 
 import matplotlib.pyplot as plt
-import pylopdf_fonts_zh_cn
 from matplotlib import font_manager
+
+try:  # 随 requirements.txt 安装的中文字体包
+    import pylopdf_fonts_zh_cn
+except ImportError:  # 例如在仓库外运行下载的 Notebook，只装了 torch、numpy、matplotlib
+    pylopdf_fonts_zh_cn = None
 
 # 图的版式版本号：改了下面的样式就把它加一，所有图都会重画（它是缓存键的一部分）
 STYLE_VERSION = 1
 
-FONT_PATH = Path(pylopdf_fonts_zh_cn.__file__).with_name("NotoSansSC-Regular.otf")
-font_manager.fontManager.addfont(str(FONT_PATH))
-FONT_NAME = font_manager.FontProperties(fname=str(FONT_PATH)).get_name()
+# 没装字体包时，按顺序找系统里已有的中文字体（Linux、Windows、macOS 上常见的几种）
+SYSTEM_CJK_FONTS = ("Noto Sans SC", "Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Micro Hei",
+                    "WenQuanYi Zen Hei", "Microsoft YaHei", "SimHei", "PingFang SC", "Heiti SC", "Hiragino Sans GB")
+
+
+def _system_cjk_font() -> str:
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    for name in SYSTEM_CJK_FONTS:
+        if name in installed:
+            return name
+    import warnings
+
+    warnings.warn("没有找到中文字体，图里的中文会显示成方框；pip install pylopdf-fonts-zh-cn 可以解决", stacklevel=2)
+    return "DejaVu Sans"
+
+
+if pylopdf_fonts_zh_cn is not None:
+    FONT_PATH: Path | None = Path(pylopdf_fonts_zh_cn.__file__).with_name("NotoSansSC-Regular.otf")
+    font_manager.fontManager.addfont(str(FONT_PATH))
+    FONT_NAME = font_manager.FontProperties(fname=str(FONT_PATH)).get_name()
+else:
+    FONT_PATH = None
+    FONT_NAME = _system_cjk_font()
 
 # 尺寸（英寸）：宽图占满正文栏，方图用于单张热力图
 SIZES = {"wide": (8.0, 3.4), "square": (4.6, 4.2), "tall": (8.0, 4.8)}

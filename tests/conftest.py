@@ -37,6 +37,10 @@ SUBPATH = "llm-study-platform"
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
+# Build artifacts (the trained tiny Transformer) are keyed by content: every throwaway copy of the repository
+# that tests build in shares the repository's artifact cache, so the model is trained at most once a session.
+os.environ.setdefault("LLM_ARTIFACT_CACHE", str(ROOT / ".cache" / "artifacts"))
+
 # Files worth a look after the run (screenshots); printed in the terminal summary.
 ARTIFACTS: list[tuple[str, Path]] = []
 

@@ -19,7 +19,6 @@ from functools import cache
 import torch
 from attention import causal_mask, scaled_dot_product_attention
 from figkit import figure, heatmap, new_figure, plain_log_axis
-from multi_head_attention import MultiHeadAttention
 from positional_encoding import apply_rope, sinusoidal_position_encoding
 
 # 一句短短的中文，按词切成词元
@@ -59,23 +58,40 @@ def attention_weights():
 @figure(
     "multi-head-weights",
     article="transformer-attention",
-    title="同一句话在 4 个注意力头中的权重图",
-    caption="同一个输入、同一层的 4 个头：每个头有自己的 Q、K 投影，权重落在不同的位置。"
-    "这里的参数是随机初始化的，训练之后各个头会分化出更鲜明的分工。",
+    title="训练过的小模型中 8 个注意力头的权重：第 0 层有前一个词头，第 1 层有归纳头",
+    caption="数据来自训练过的模型：两层、每层 4 个头、只有注意力的小 Transformer（code/tiny_transformer.py 的 "
+    "train_reference），在「一段随机词原样重复一遍、预测下一个词」的任务上训练了 1000 步；"
+    "动手实验《注意力头在学什么》用的是同一个模型。输入是一条新的序列：起始符加 8 个随机词，再把它们重复一遍，"
+    "虚线标出第二遍的开始。每张小图的第 i 行是第 i 个位置分给前面各位置的权重。"
+    "小标题是按得分给头起的名字和它最高的那项得分（256 条新序列上的平均，门槛 0.3）："
+    "「前一个词」是落在前一个位置上的权重，「归纳」是落在当前词上一次出现处的下一个位置上的权重。",
 )
 def multi_head_weights():
-    torch.manual_seed(0)
-    x = 3.0 * _token_vectors(32)[None]  # (1, T, 32)，放大一些让权重分布更有起伏
-    mha = MultiHeadAttention(d_model=32, n_heads=4)
+    # 训练过的参考模型：构建网站时只训练一次、缓存起来，动手实验读的是同一份参数
+    from tiny_transformer import SCORE_NAMES, format_score, head_scores, make_repeat_batch, name_head, pretrained
+
+    model, _ = pretrained(verbose=False)
+    cfg, n = model.cfg, 8
+    example = make_repeat_batch(1, n, cfg.vocab_size, torch.Generator().manual_seed(1))  # 实验第 1 节的那条序列
+    scoring = make_repeat_batch(256, n, cfg.vocab_size, torch.Generator().manual_seed(7))  # 实验第 6 节打分用的
     with torch.no_grad():
-        _, weights = mha(x, need_weights=True)  # (1, 4, T, T)
-    top = weights.max().item()  # 四个头共用一个色标，才能互相比较
-    fig, axes = new_figure(ncols=4, size="wide")
-    for h, ax in enumerate(axes):
-        heatmap(ax, weights[0, h].numpy(), TOKENS, TOKENS if h == 0 else [], vmin=0.0, vmax=top, colorbar=False)
-        ax.set_title(f"第 {h + 1} 个头")
-        ax.tick_params(axis="x", labelrotation=90, labelsize=7)
-        ax.tick_params(axis="y", labelsize=7)
+        model(scoring)
+        scores = [head_scores(w, scoring) for w in model.attention_weights]
+        model(example)
+    fig, axes = new_figure(ncols=cfg.n_heads, nrows=cfg.n_layers, size="tall")
+    for layer in range(cfg.n_layers):
+        for h in range(cfg.n_heads):
+            ax = axes[layer, h]
+            head = {k: v[h].item() for k, v in scores[layer].items()}
+            best = max(head, key=head.get)
+            heatmap(ax, model.attention_weights[layer][0, h].numpy(), vmin=0.0, vmax=1.0, colorbar=False)
+            ax.set_title(f"头 {h}：{name_head(head)}\n{SCORE_NAMES[best]}得分 {format_score(head[best])}", fontsize=9)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for edge in (n + 0.5,):  # 第二遍从位置 n + 1 开始
+                ax.axhline(edge, color="white", linewidth=0.8, linestyle="--")
+                ax.axvline(edge, color="white", linewidth=0.8, linestyle="--")
+        axes[layer, 0].set_ylabel(f"第 {layer} 层")
     return fig
 
 
