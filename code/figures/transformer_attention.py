@@ -33,25 +33,37 @@ def _token_vectors(d: int) -> torch.Tensor:
     return torch.randn(len(TOKENS), d, generator=generator)
 
 
+# 掩码示意图用的随机向量：7 个位置，每个 16 维
+MASK_DEMO_T, MASK_DEMO_D = 7, 16
+
+
+def mask_demo_vectors() -> torch.Tensor:
+    """掩码示意图的输入：未经训练的随机向量 x，形状 (7, 16)，各分量独立、均值 0、方差 1。"""
+    generator = torch.Generator().manual_seed(7)
+    return torch.randn(MASK_DEMO_T, MASK_DEMO_D, generator=generator)
+
+
 @figure(
     "attention-weights",
     article="transformer-attention",
-    title="一句中文的注意力权重：左为不加掩码，右为加因果掩码",
-    caption="每一行是一个查询词元，每一列是被关注的词元，颜色越亮权重越大。"
-    "左图每个词元都能看到整句话；右图加了因果掩码，对角线右上方的权重全部为 0，但每一行加起来仍然是 1。",
+    title="随机向量（未训练）的注意力权重，Q = K = V = x：左为不加掩码，右为加因果掩码",
+    caption="输入是 7 个未经训练的随机向量 x（16 维），并直接令 Q = K = V = x，不代表任何句子。"
+    "每一行是一个查询位置，每一列是被关注的位置，颜色越亮权重越大。"
+    "对角线最亮是这种构造的结果：每个向量和自己的点积是它长度的平方，比和别的随机向量的点积大得多。"
+    "这张图要看的是掩码的结构：右图对角线右上方的权重全部为 0，而每一行加起来仍然是 1。",
 )
 def attention_weights():
-    x = _token_vectors(16)
-    # 为了看清结构，这里直接令 Q = K = V = x：一个词元和自己最相似
+    x = mask_demo_vectors()
+    # 为了让结构一目了然，直接令 Q = K = V = x：每个向量和自己的点积最大，所以对角线最亮
     _, plain = scaled_dot_product_attention(x, x, x)
-    _, masked = scaled_dot_product_attention(x, x, x, mask=causal_mask(len(TOKENS)))
+    _, masked = scaled_dot_product_attention(x, x, x, mask=causal_mask(MASK_DEMO_T))
+    labels = [f"$x_{i}$" for i in range(1, MASK_DEMO_T + 1)]
     fig, axes = new_figure(ncols=2, size="tall")
     for ax, weights, title in zip(axes, (plain, masked), ("不加掩码", "因果掩码"), strict=True):
-        heatmap(ax, weights.numpy(), TOKENS, TOKENS, vmin=0.0, vmax=1.0, colorbar=ax is axes[-1])
+        heatmap(ax, weights.numpy(), labels, labels, vmin=0.0, vmax=1.0, colorbar=ax is axes[-1])
         ax.set_title(title)
-        ax.set_xlabel("被关注的词元（键）")
-        ax.tick_params(axis="x", labelrotation=45)
-    axes[0].set_ylabel("查询词元")
+        ax.set_xlabel("被关注的位置（键）")
+    axes[0].set_ylabel("查询位置")
     return fig
 
 
@@ -120,7 +132,9 @@ def _score_variance(d_k: int, scaled: bool) -> float:
     "dot-product-variance",
     article="transformer-attention",
     title="点积 q·k 的方差随 d_k 增长，除以 √d_k 后回到 1",
-    caption="圆点是实测的方差，虚线是理论值 $d_k$；方块是除以 $\\sqrt{d_k}$ 之后的方差，稳定在 1 附近。"
+    caption="数据是随机向量：256 个查询、64 个键，各分量独立、均值 0、方差 1；"
+    "方差在每个查询的 64 个分数上计算，再取平均。"
+    "圆点是实测的方差，虚线是理论值 $d_k$；方块是除以 $\\sqrt{d_k}$ 之后的方差，在 0.94 到 1.12 之间。"
     "两个坐标轴都是对数刻度。",
 )
 def dot_product_variance():
@@ -144,9 +158,11 @@ def dot_product_variance():
 @figure(
     "softmax-saturation",
     article="transformer-attention",
-    title="softmax 的最大权重随 d_k 变化：不缩放时趋近 1，缩放后保持平稳",
-    caption="每个查询在 64 个键上做 softmax，纵轴是最大的那个权重（取平均）。"
-    "不缩放时 $d_k$ 越大越接近 1，几乎只看一个位置，这就是饱和；缩放后基本不随 $d_k$ 变化。",
+    title="softmax 的最大权重随 d_k 变化：不缩放时一路升高，缩放后保持平稳",
+    caption="数据是随机向量：256 个查询、64 个键，各分量独立、均值 0、方差 1。"
+    "每个查询在 64 个键上做 softmax，纵轴是最大的那个权重（256 个查询取平均）。"
+    "不缩放时 $d_k$ 越大，最大权重越高，一行的权重越来越集中到一个位置上，这就是饱和；"
+    "缩放后它基本不随 $d_k$ 变化，在 0.10 到 0.13 之间。",
 )
 def softmax_saturation():
     unscaled = [_weights(d, scaled=False).max(dim=-1).values.mean().item() for d in D_KS]
@@ -175,32 +191,52 @@ def softmax_jacobian_norm(w: torch.Tensor) -> torch.Tensor:
     return squared.clamp_min(0).sqrt()
 
 
+# 雅可比范数低于它的行，梯度几乎为 0（缩放后典型的一行约为 0.18）
+NEAR_ZERO_GRADIENT = 0.01
+
+
 @cache
-def _gradient(d_k: int, scaled: bool) -> float:
-    return softmax_jacobian_norm(_weights(d_k, scaled)).mean().item()
+def _jacobian_norms(d_k: int, scaled: bool) -> torch.Tensor:
+    """每个查询一行：softmax 对这一行分数的雅可比范数，形状 (n_queries,)。"""
+    return softmax_jacobian_norm(_weights(d_k, scaled))
 
 
 @figure(
     "softmax-gradient",
     article="transformer-attention",
-    title="softmax 的梯度随 d_k 变化：不缩放时趋近 0，缩放后保持不变",
-    caption="纵轴是 softmax 对分数的梯度（雅可比矩阵的范数，取平均）。"
-    "不缩放时，$d_k$ 超过 16 以后梯度迅速变小，反向传播几乎推不动参数；"
-    "除以 $\\sqrt{d_k}$ 之后，梯度在各种维度下都保持在同一水平。",
+    title="softmax 的梯度随 d_k 变化：看中位数和梯度几乎为 0 的行所占的比例",
+    caption="数据与上图相同（随机向量，256 个查询、64 个键）。每个查询的一行 softmax 有一个雅可比矩阵，"
+    "它的范数衡量这一行的梯度有多大。左图纵轴是对数刻度：实线是 256 行的中位数，虚线是平均值；"
+    "右图是范数小于 0.01、梯度几乎为 0 的行所占的比例。"
+    "不缩放时，中位数在 $d_k$ = 16 时最大（0.33），之后一路下降，到 512 只剩 0.0009，"
+    "256 行里有 160 行的梯度几乎为 0；平均值下降得慢得多，因为它被少数还没饱和的行撑着。"
+    "除以 $\\sqrt{d_k}$ 之后，中位数始终在 0.17 到 0.18 之间，没有一行的范数小于 0.01。",
 )
 def softmax_gradient():
-    unscaled = [_gradient(d, scaled=False) for d in D_KS]
-    scaled = [_gradient(d, scaled=True) for d in D_KS]
-    fig, ax = new_figure(size="wide")
-    ax.plot(D_KS, unscaled, "o-", label="不缩放")
-    ax.plot(D_KS, scaled, "s-", label="除以 √$d_k$")
-    plain_log_axis(ax, "x", D_KS)
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("向量维度 $d_k$")
-    ax.set_ylabel("梯度大小（雅可比范数）")
-    ax.set_title("缩放让梯度活下来")
-    ax.grid(True)
-    ax.legend()
+    fig, (ax_mid, ax_share) = new_figure(ncols=2, size="wide")
+    for scaled, marker, label in ((False, "o", "不缩放"), (True, "s", "除以 √$d_k$")):
+        norms = [_jacobian_norms(d, scaled) for d in D_KS]
+        median = [n.median().item() for n in norms]
+        mean = [n.mean().item() for n in norms]
+        share = [100 * (n < NEAR_ZERO_GRADIENT).double().mean().item() for n in norms]
+        (line,) = ax_mid.plot(D_KS, median, marker + "-", label=f"{label}：中位数")
+        color = line.get_color()
+        ax_mid.plot(D_KS, mean, linestyle="--", linewidth=1.2, color=color, label=f"{label}：平均值")
+        ax_share.plot(D_KS, share, marker + "-", color=color, label=label)
+    plain_log_axis(ax_mid, "y", [0.001, 0.01, 0.1, 1], base=10)
+    ax_mid.set_ylim(5e-4, 1)
+    ax_mid.set_ylabel("雅可比范数")
+    ax_mid.set_title("每行梯度的大小")
+    ax_mid.legend(fontsize=8, loc="lower left")
+    ax_share.set_ylim(0, 100)
+    ax_share.set_ylabel("范数 < 0.01 的行（%）")
+    ax_share.set_title("梯度几乎为 0 的行")
+    ax_share.legend(loc="upper left")
+    for ax in (ax_mid, ax_share):
+        plain_log_axis(ax, "x", D_KS)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.set_xlabel("向量维度 $d_k$")
+        ax.grid(True)
     return fig
 
 
@@ -208,7 +244,7 @@ def softmax_gradient():
     "sinusoidal-encoding",
     article="transformer-attention",
     title="正弦位置编码的热力图：横轴是维度，纵轴是位置",
-    caption="每一行是一个位置的编码向量。靠左的维度频率高，颜色随位置快速交替；"
+    caption="按公式计算，不含随机数，也没有训练。每一行是一个位置的编码向量。靠左的维度频率高，颜色随位置快速交替；"
     "越往右频率越低，要隔很多个位置才变化一次。每个位置都得到一个独一无二的条纹组合。",
 )
 def sinusoidal_encoding():
@@ -224,9 +260,10 @@ def sinusoidal_encoding():
 @figure(
     "rope-relative",
     article="transformer-attention",
-    title="RoPE 下注意力分数只取决于相对距离",
-    caption="把同一对 q、k 放在不同的绝对位置 m，横轴是 k 相对 q 的距离。"
-    "三条曲线完全重合：分数只取决于相对距离，而和 q 在第几个位置无关。",
+    title="RoPE 下，同一对 q、k 的注意力分数只随相对距离变化",
+    caption="q、k 是一对固定的随机向量（64 维，未训练）。把它们放在不同的绝对位置，q 在位置 m，k 在位置 n，"
+    "横轴是相对距离 n − m。三条曲线完全重合（差别小于 $10^{-9}$，只是浮点误差）：内容相同时，分数只随相对距离变化，"
+    "和 q 在第几个位置无关。换一对 q、k，曲线的形状就会不同。",
 )
 def rope_relative():
     generator = torch.Generator().manual_seed(3)
