@@ -160,13 +160,46 @@ def plain_log_axis(ax: Any, axis: str = "x", ticks: Sequence[float] | None = Non
     target.set_minor_formatter(NullFormatter())
 
 
+# 手机上插图按 SVG 的原尺寸显示、可以横向滚动（docs/assets/stylesheets/extra.css）。
+# 原尺寸下最小的字不应小于正文的小字号：Material 表格等小字是 0.64rem，手机上 12.8 px。
+MIN_TEXT_PX = 12.8
+
+
+def smallest_text_pt(fig: Any) -> float | None:
+    """图里看得见的文字中最小的字号（磅）；没有文字时为 None。"""
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes) if sizes else None
+
+
+def _enlarge_svg(path: Path, factor: float) -> None:
+    """把 SVG 的显示尺寸（width、height）放大 factor 倍；viewBox 不变，所以内容等比例放大。"""
+    import re
+
+    text = path.read_text(encoding="utf-8")
+
+    def scale(match: re.Match[str]) -> str:
+        return f'{match.group(1)}="{float(match.group(2)) * factor:.1f}pt"'
+
+    head, sep, rest = text.partition("<metadata>")
+    head = re.sub(r'\b(width|height)="([0-9.]+)pt"', scale, head, count=2)
+    path.write_text(head + sep + rest, encoding="utf-8")
+
+
 def save(fig: Any, path: str | Path) -> None:
-    """把图保存为 SVG（或 PNG），去掉日期等会变化的元数据，然后关闭它。"""
+    """把图保存为 SVG（或 PNG），去掉日期等会变化的元数据，然后关闭它。
+
+    SVG 里最小的字按原尺寸显示时不到 MIN_TEXT_PX 的，把整张图的显示尺寸等比例放大到刚好够；
+    宽屏上图总是缩放到正文栏宽，不受影响。"""
     path = Path(path)
     fmt = path.suffix.lstrip(".")
     metadata = {"Date": None, "Creator": None} if fmt == "svg" else {"Software": None}
+    smallest = smallest_text_pt(fig)
     fig.savefig(path, format=fmt, metadata=metadata)
     plt.close(fig)
+    if fmt == "svg" and smallest is not None and smallest * 4 / 3 < MIN_TEXT_PX:
+        _enlarge_svg(path, MIN_TEXT_PX / (smallest * 4 / 3))
 
 
 def figure(name: str, *, article: str, title: str, caption: str, data: Sequence[str] = ()) -> Callable[..., Any]:

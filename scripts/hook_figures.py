@@ -62,9 +62,48 @@ def on_files(files: Any, config: Any) -> Any:
     return files
 
 
+_TEX = [
+    (re.compile(r"\\sqrt\{([^{}]*)\}"), r"√\1"),
+    (re.compile(r"\\(?:cdot)\b"), "·"),
+    (re.compile(r"\\(?:times)\b"), "×"),
+    (re.compile(r"\\([A-Za-z]+)"), r"\1"),  # 其余命令只留名字（\alpha → alpha）
+    (re.compile(r"([_^])\{([^{}]*)\}"), r"\1\2"),  # 10^{-9} → 10^-9
+    (re.compile(r"[{}]"), ""),
+]
+_MARKDOWN = [
+    (re.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),  # [文字](链接) → 文字
+    (re.compile(r"\*\*(.+?)\*\*"), r"\1"),
+    (re.compile(r"\*(.+?)\*"), r"\1"),
+    (re.compile(r"`([^`]*)`"), r"\1"),
+]
+
+
+def plain_text(markdown: str) -> str:
+    """A caption as plain text for an alt attribute: no Markdown, TeX written out simply."""
+
+    def math(match: re.Match[str]) -> str:
+        tex = match.group(1)
+        for pattern, repl in _TEX:
+            tex = pattern.sub(repl, tex)
+        return tex.strip()
+
+    text = re.sub(r"\$([^$]+)\$", math, markdown)
+    for pattern, repl in _MARKDOWN:
+        text = pattern.sub(repl, text)
+    return " ".join(text.split())
+
+
+def figure_alt(spec: registry.FigureSpec) -> str:
+    """The alt text: the title, then the caption in plain text, so the image says what it shows on its own
+    (copied, opened alone, or read without the caption)."""
+    title = spec.title.strip().rstrip("。")
+    alt = f"{title}。{plain_text(spec.caption)}"
+    return alt.replace("[", "（").replace("]", "）")
+
+
 def figure_markdown(spec: registry.FigureSpec, page_uri: str) -> str:
     base = posixpath.relpath(TARGET, posixpath.dirname(page_uri) or ".")
-    alt = spec.title.replace("[", "（").replace("]", "）")
+    alt = figure_alt(spec)
     images = "\n".join(
         f"![{alt}]({base}/{spec.name}.{theme}.{cache.FORMAT}#only-{theme}){{ loading=lazy }}"
         for theme in cache.THEMES
