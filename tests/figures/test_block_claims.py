@@ -1,0 +1,574 @@
+"""Every number (and every checkable statement) the Transformer-block article makes about a computation, recomputed.
+
+Each entry of ``CLAIMS`` names where the claim is (a regular expression that must match a line of
+``docs/articles/transformer-block.md`` or the title/caption of one of its figures), reads the numbers the
+sentence states from the regex groups, and checks them against a recomputation. The recomputations use PyTorch's
+own modules where one exists (``nn.TransformerEncoderLayer``, ``nn.LayerNorm``, ``nn.RMSNorm``, ``nn.Linear``,
+``FlopCounterMode``) and, for the random-stack experiments, rebuild the stack (``block_depth.make_stack``) and take
+gradients with ``torch.autograd.grad`` here -- never the figure functions or ``depth_profile`` /
+``last_layer_gradient``. A separate test checks that this recipe reproduces the figure module's data, so the numbers
+are about what the reader sees. If a sentence is reworded, the test says the claim is gone; if a seed or a module
+changes so that the sentence no longer holds, it names the article line (or figure) and shows stated vs recomputed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import math
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+ROOT = Path(__file__).resolve().parents[2]
+CODE = ROOT / "code"
+ARTICLE = ROOT / "docs" / "articles" / "transformer-block.md"
+FIGURES = CODE / "figures" / "transformer_block.py"
+for path in (CODE, ROOT / "scripts"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from attention import causal_mask  # noqa: E402
+from block_depth import make_stack  # noqa: E402
+from feed_forward import swiglu_hidden_dim  # noqa: E402
+from transformer_block import TransformerBlock  # noqa: E402
+
+from sitelib.figures import registry  # noqa: E402
+
+# The recipe of the figures, as their captions and code/block_depth.py state it
+DEPTH = 32  # blocks in the residual-stream experiment
+STACK_SIZES = (1, 2, 4, 8, 16, 32)  # total depths in the Pre-LN / Post-LN gradient experiment
+D_MODEL, N_HEADS, BATCH, SEQ_LEN, SEED = 64, 4, 4, 16, 0
+D_MODELS = (64, 128, 256, 512, 1024, 2048, 4096)  # widths in the parameter figure, 64 dimensions a head
+LAYOUTS = ("plain", "residual", "post", "pre")
+
+
+# --------------------------------------------------------------------------- recomputations
+
+
+def _inputs(seed: int = SEED) -> tuple[torch.Tensor, torch.Tensor]:
+    """Input x and loss direction g: standard normal float64, generator seeded with 1000 + seed, x drawn first."""
+    generator = torch.Generator().manual_seed(1000 + seed)
+    x = torch.randn(BATCH, SEQ_LEN, D_MODEL, generator=generator, dtype=torch.float64)
+    g = torch.randn(BATCH, SEQ_LEN, D_MODEL, generator=generator, dtype=torch.float64)
+    return x, g
+
+
+@cache
+def stack_run(layout: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(std of every layer's output, gradient norm at every layer's input / at the output) for a random stack."""
+    blocks = make_stack(layout, DEPTH, D_MODEL, N_HEADS, SEED)
+    x, g = _inputs()
+    states = [x.requires_grad_()]
+    for block in blocks:
+        states.append(block(states[-1], mask=causal_mask(SEQ_LEN)))
+    grads = torch.autograd.grad((states[-1] * g).sum(), states)
+    top = grads[-1].norm()
+    assert torch.allclose(grads[-1], g)  # the loss is <output, g>
+    return tuple(s.detach().std().item() for s in states), tuple((gr.norm() / top).item() for gr in grads)
+
+
+def stds(layout: str) -> tuple[float, ...]:
+    return stack_run(layout)[0]
+
+
+def grads(layout: str) -> tuple[float, ...]:
+    return stack_run(layout)[1]
+
+
+@cache
+def last_block_gradient(layout: str, n_layers: int) -> float:
+    """Gradient norm of the last block's FFN down-projection; Pre-LN ends with a LayerNorm (PyTorch's functional)."""
+    blocks = make_stack(layout, n_layers, D_MODEL, N_HEADS, SEED)
+    x, g = _inputs()
+    for block in blocks:
+        x = block(x, mask=causal_mask(SEQ_LEN))
+    if layout == "pre":
+        x = F.layer_norm(x, (D_MODEL,))
+    (grad,) = torch.autograd.grad((x * g).sum() / (BATCH * SEQ_LEN), blocks[-1].ffn.down.weight)
+    return grad.norm().item()
+
+
+def numel(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+@cache
+def torch_block_parts(d: int) -> dict[str, int]:
+    """A GPT-2-style block counted from PyTorch's modules (meta device): attention, FFN, norms, total."""
+    with torch.device("meta"):
+        layer = nn.TransformerEncoderLayer(d, d // 64, dim_feedforward=4 * d)
+    return {
+        "attention": numel(layer.self_attn),
+        "ffn": numel(layer.linear1) + numel(layer.linear2),
+        "norms": numel(layer.norm1) + numel(layer.norm2),
+        "total": numel(layer),
+    }
+
+
+def share(part: str, d: int) -> float:
+    parts = torch_block_parts(d)
+    return 100 * parts[part] / parts["total"]
+
+
+def gpt2_small_total() -> int:
+    with torch.device("meta"):
+        return (12 * torch_block_parts(768)["total"] + numel(nn.Embedding(50257, 768))
+                + numel(nn.Embedding(1024, 768)) + numel(nn.LayerNorm(768)))
+
+
+@cache
+def counted_flops(d: int, T: int) -> dict[str, int]:
+    """Forward matrix-multiply FLOPs of our block on a (1, T, d) input, counted by PyTorch (meta device)."""
+    with torch.device("meta"):
+        block = TransformerBlock(d, max(1, d // 64))
+        x = torch.randn(1, T, d)
+        with FlopCounterMode(display=False) as counter:
+            block(x, mask=causal_mask(T, device="meta"))
+    per = {k: sum(v.values()) for k, v in counter.get_flop_counts().items()}
+    proj = per["TransformerBlock.attn.qkv"] + per["TransformerBlock.attn.out"]
+    return {"total": counter.get_total_flops(), "scores": per["TransformerBlock.attn"] - proj}
+
+
+def max_diff_vs_torch() -> float:
+    """Largest difference between our block and nn.TransformerEncoderLayer with the same weights (float64)."""
+    worst = 0.0
+    for layout in ("pre", "post"):
+        torch.manual_seed(11)
+        ours = TransformerBlock(32, 4, layout=layout).double()
+        ref = nn.TransformerEncoderLayer(32, 4, dim_feedforward=128, dropout=0.0, activation="gelu",
+                                         batch_first=True, norm_first=layout == "pre", dtype=torch.float64)
+        with torch.no_grad():
+            for norm in (ours.norm1, ours.norm2):
+                norm.gain.add_(0.3 * torch.randn(32, dtype=torch.float64))
+                norm.bias.add_(0.3 * torch.randn(32, dtype=torch.float64))
+            ref.self_attn.in_proj_weight.copy_(ours.attn.qkv.weight)
+            ref.self_attn.in_proj_bias.copy_(ours.attn.qkv.bias)
+            ref.self_attn.out_proj.weight.copy_(ours.attn.out.weight)
+            ref.self_attn.out_proj.bias.copy_(ours.attn.out.bias)
+            for a, b in ((ref.linear1, ours.ffn.up), (ref.linear2, ours.ffn.down)):
+                a.weight.copy_(b.weight)
+                a.bias.copy_(b.bias)
+            for a, b in ((ref.norm1, ours.norm1), (ref.norm2, ours.norm2)):
+                a.weight.copy_(b.gain)
+                a.bias.copy_(b.bias)
+            x = torch.randn(3, 12, 32, dtype=torch.float64)
+            y = ours(x, mask=causal_mask(12))
+            y_ref = ref(x, src_mask=nn.Transformer.generate_square_subsequent_mask(12, dtype=torch.float64))
+        worst = max(worst, (y - y_ref).abs().max().item())
+    return worst
+
+
+def gelu_tanh_gap() -> float:
+    z = torch.linspace(-10, 10, 200_001, dtype=torch.float64)
+    return (F.gelu(z) - F.gelu(z, approximate="tanh")).abs().max().item()
+
+
+# --------------------------------------------------------------------------- facts (checks without a number)
+
+
+def fact_plain_stack_forgets_its_input() -> bool:
+    """No residual, no norm: two different inputs give almost the same top output, which is then mostly bias."""
+    blocks = make_stack("plain", DEPTH, D_MODEL, N_HEADS, SEED)
+    gen = torch.Generator().manual_seed(5)
+    a, b = (torch.randn(BATCH, SEQ_LEN, D_MODEL, generator=gen, dtype=torch.float64) for _ in range(2))
+    with torch.no_grad():
+        for block in blocks:
+            a, b = block(a, mask=causal_mask(SEQ_LEN)), block(b, mask=causal_mask(SEQ_LEN))
+        same_output = (a - b).std().item() < 1e-3 * a.std().item()
+        for name, p in blocks.named_parameters():
+            if name.endswith("bias"):
+                p.zero_()
+        c = torch.randn(BATCH, SEQ_LEN, D_MODEL, generator=gen, dtype=torch.float64)
+        for block in blocks:
+            c = block(c, mask=causal_mask(SEQ_LEN))
+    return same_output and c.std().item() < 1e-3 * a.std().item()
+
+
+def fact_post_ln_pins_std_at_one() -> bool:
+    return all(abs(s - 1) < 1e-3 for s in stds("post")[1:])
+
+
+def fact_no_vanishing_with_norm() -> bool:
+    return min(grads("post")) > 0.5 and min(grads("pre")) > 0.5
+
+
+def fact_norms_remove_what_the_article_says() -> bool:
+    """Scale 3x: both outputs unchanged; add 10: only LayerNorm's (PyTorch's modules, random gains)."""
+    x = torch.randn(4, 6, dtype=torch.float64)
+    ln, rms = nn.LayerNorm(6, eps=1e-12).double(), nn.RMSNorm(6, eps=1e-12).double()  # eps: negligible here
+    with torch.no_grad():
+        for p in (*ln.parameters(), *rms.parameters()):
+            p.add_(torch.randn_like(p))
+        ok = torch.allclose(ln(3 * x), ln(x), atol=1e-6) and torch.allclose(rms(3 * x), rms(x), atol=1e-6)
+        return ok and torch.allclose(ln(x + 10), ln(x), atol=1e-6) and not torch.allclose(rms(x + 10), rms(x))
+
+
+def fact_ffn_twice_attention() -> bool:
+    return all(1.9 < torch_block_parts(d)["ffn"] / torch_block_parts(d)["attention"] <= 2.0 for d in D_MODELS)
+
+
+def fact_swiglu_keeps_ffn_parameters() -> bool:
+    """Three d x (8/3 d) matrices against two d x 4d matrices (nn.Linear, meta device): within 1 %."""
+    for d in D_MODELS:
+        h = math.ceil(8 * d / 3)
+        with torch.device("meta"):
+            swiglu = sum(numel(nn.Linear(*shape, bias=False)) for shape in ((d, h), (d, h), (h, d)))
+            gelu = numel(nn.Linear(d, 4 * d, bias=False)) + numel(nn.Linear(4 * d, d, bias=False))
+        if abs(swiglu - gelu) > 0.01 * gelu:
+            return False
+    return True
+
+
+def fact_backward_twice_forward() -> bool:
+    for ffn in ("gelu", "swiglu"):
+        block = TransformerBlock(32, 4, ffn=ffn)
+        x = torch.randn(1, 9, 32, requires_grad=True)
+        with FlopCounterMode(display=False) as fwd:
+            y = block(x, mask=causal_mask(9))
+        with FlopCounterMode(display=False) as bwd:
+            y.sum().backward()
+        if bwd.get_total_flops() != 2 * fwd.get_total_flops():
+            return False
+    return True
+
+
+def fact_scores_to_rest_is_t_to_6d() -> bool:
+    for d, T in ((64, 10), (128, 768), (256, 100)):
+        f = counted_flops(d, T)
+        if f["scores"] * 6 * d != (f["total"] - f["scores"]) * T:
+            return False
+    return True
+
+
+def fact_flops_per_token_formula() -> bool:
+    """24 d^2 + 4 T d a token, as counted by PyTorch."""
+    return all(counted_flops(d, T)["total"] == T * (24 * d * d + 4 * T * d) for d, T in ((64, 10), (128, 768)))
+
+
+def fact_sequence_wide_layernorm_leaks_future() -> bool:
+    T, d = 6, 8
+    x = torch.randn(1, T, d)
+    x2 = x.clone()
+    x2[:, -1] += 3.0
+    leaky, per_token = nn.LayerNorm([T, d]), nn.LayerNorm(d)
+    with torch.no_grad():
+        return (not torch.allclose(leaky(x)[:, 0], leaky(x2)[:, 0])) and torch.equal(per_token(x)[:, 0],
+                                                                                   per_token(x2)[:, 0])
+
+
+def fact_encoder_layer_defaults() -> bool:
+    params = inspect.signature(nn.TransformerEncoderLayer).parameters
+    return (params["norm_first"].default is False and params["activation"].default is F.relu
+            and params["dropout"].default == 0.1 and params["batch_first"].default is False)
+
+
+def fact_encoder_layer_bool_mask_true_is_masked() -> bool:
+    torch.manual_seed(2)
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True).double()
+    x = torch.randn(2, 5, 16, dtype=torch.float64)
+    with torch.no_grad():
+        a = layer(x, src_mask=torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1))
+        b = layer(x, src_mask=nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.float64))
+    return torch.allclose(a, b)
+
+
+def fact_sdpa_bool_mask_true_is_allowed() -> bool:
+    q = torch.randn(1, 4, 8)
+    keep = torch.tril(torch.ones(4, 4, dtype=torch.bool))  # True = may attend
+    return torch.allclose(F.scaled_dot_product_attention(q, q, q, attn_mask=keep),
+                          F.scaled_dot_product_attention(q, q, q, is_causal=True), atol=1e-6)
+
+
+# --------------------------------------------------------------------------- the table
+
+
+Check = Callable[[list[Decimal]], str | None]
+
+
+def _half_unit(stated: Decimal) -> float:
+    """Half a unit in the last stated digit: '0.68' may stand for anything in [0.675, 0.685]."""
+    return 0.5 * 10.0 ** stated.as_tuple().exponent
+
+
+def approx(*values: Callable[[], float], exact: bool = False) -> Check:
+    """Each stated number is the recomputed one, rounded as written (or exactly equal)."""
+
+    def check(stated: list[Decimal]) -> str | None:
+        for s, f in zip(stated, values, strict=True):
+            actual = f()
+            tol = 0.0 if exact else _half_unit(s) + 1e-12
+            if abs(float(s) - actual) > tol:
+                return f"states {s}, recomputed {actual:.6g}"
+        return None
+
+    return check
+
+
+def span(values: Callable[[], Sequence[float]]) -> Check:
+    """'between a and b': the smallest and largest values, each as rounded."""
+
+    def check(stated: list[Decimal]) -> str | None:
+        lo, hi = stated
+        vals = list(values())
+        if abs(min(vals) - float(lo)) > _half_unit(lo) or abs(max(vals) - float(hi)) > _half_unit(hi):
+            return f"states {lo} to {hi}, recomputed {min(vals):.6g} to {max(vals):.6g}"
+        return None
+
+    return check
+
+
+def power_of_ten(value: Callable[[], float]) -> Check:
+    """'about 10^n': n is log10 of the value, rounded."""
+
+    def check(stated: list[Decimal]) -> str | None:
+        actual = value()
+        if round(math.log10(actual)) == int(stated[0]):
+            return None
+        return f"states 10^{stated[0]}, recomputed {actual:.3g}"
+
+    return check
+
+
+def below_power_of_ten(value: Callable[[], float]) -> Check:
+    def check(stated: list[Decimal]) -> str | None:
+        actual = value()
+        return None if actual < 10.0 ** int(stated[0]) else f"states below 10^{stated[0]}, recomputed {actual:.3g}"
+
+    return check
+
+
+def holds(fact: Callable[[], bool]) -> Check:
+    def check(stated: list[Decimal]) -> str | None:
+        return None if fact() else f"does not hold: {fact.__name__}"
+
+    return check
+
+
+@dataclass(frozen=True)
+class Claim:
+    name: str
+    where: str  # "article" or the name of a figure (its title and caption)
+    pattern: str  # must match; its groups are the stated numbers, in order (thousands separators allowed)
+    check: Check
+
+
+N = r"(\d[\d,]*(?:\.\d+)?)"  # a stated number, possibly with thousands separators
+
+CLAIMS = [
+    # residual connections (figure residual-depth)
+    Claim("plain std range", "article", rf"标准差就掉到 {N} 到 {N} 之间",
+          span(lambda: stds("plain")[1:])),
+    Claim("plain stack forgets its input", "article", r"剩下的几乎只是偏置，换一个输入，顶层的输出几乎不变",
+          holds(fact_plain_stack_forgets_its_input)),
+    Claim("plain gradient", "article", r"只剩输出处的 \$10\^\{(-\d+)\}\$ 左右",
+          power_of_ten(lambda: grads("plain")[0])),
+    Claim("residual-only std and gradient", "article", rf"标准差从 1 一路涨到 {N}，梯度传到第 0 层时反而放大到 {N} 倍",
+          approx(lambda: stds("residual")[-1], lambda: grads("residual")[0])),
+    Claim("figure depth", "residual-depth", r"(\d+) 个块",
+          approx(lambda: DEPTH, exact=True)),
+    Claim("figure floor", "residual-depth", r"纵轴只画到 (0\.\d+)",
+          approx(lambda: _figure_module().GRAD_FLOOR, exact=True)),
+    # Post-LN and Pre-LN in the same stack
+    Claim("post std pinned", "article", r"Post-LN 每层输出的标准差都被钉在 1",
+          holds(fact_post_ln_pins_std_at_one)),
+    Claim("post gradient range", "article", rf"梯度传到各层时在输出处的 {N} 到 {N} 倍之间",
+          span(lambda: grads("post"))),
+    Claim("pre std and gradient", "article", rf"Pre-LN 的标准差从 1 慢慢涨到 {N}.*梯度传到第 0 层时是输出处的 {N} 倍",
+          approx(lambda: stds("pre")[-1], lambda: grads("pre")[0])),
+    Claim("no vanishing with norm", "article", r"两者都没有梯度消失",
+          holds(fact_no_vanishing_with_norm)),
+    Claim("pre std after 32 (pitfall)", "article", rf"32 层后标准差约 {N}",
+          approx(lambda: stds("pre")[-1])),
+    # last block's gradient against depth (figure prenorm-gradient)
+    Claim("post last-layer gradient range", "article",
+          rf"Post-LN 最后一个块里前馈网络权重的梯度范数始终在 {N} 到 {N} 之间",
+          span(lambda: [last_block_gradient("post", n) for n in STACK_SIZES])),
+    Claim("pre last-layer gradient ends", "article", rf"Pre-LN 的则从 {N} 降到 {N}",
+          approx(lambda: last_block_gradient("pre", STACK_SIZES[0]),
+                 lambda: last_block_gradient("pre", STACK_SIZES[-1]))),
+    Claim("depths in the figure", "article", r"层数从 (\d+) 增加到 (\d+)",
+          approx(lambda: STACK_SIZES[0], lambda: STACK_SIZES[-1], exact=True)),
+    Claim("depths in the caption", "prenorm-gradient", r"总层数从 (\d+) 到 (\d+)",
+          approx(lambda: STACK_SIZES[0], lambda: STACK_SIZES[-1], exact=True)),
+    # normalisation
+    Claim("what each norm removes", "article",
+          r"同一个向量放大 3 倍后，两种归一化的输出都不变；整体加上 10 后，只有 LayerNorm 的输出不变",
+          holds(fact_norms_remove_what_the_article_says)),
+    # feed-forward network
+    Claim("Llama 7B hidden size", "article", rf"约为 {N}，取到 256 的倍数就是它配置里的 {N}",
+          approx(lambda: 8 * 4096 / 3, lambda: 256 * math.ceil(8 * 4096 / 3 / 256))),
+    Claim("Llama 7B hidden size from the code", "article", rf"就是它配置里的 {N}",
+          approx(lambda: swiglu_hidden_dim(4096, multiple_of=256), exact=True)),
+    # the block against PyTorch
+    Claim("matches TransformerEncoderLayer", "article", r"输出差别小于 \$10\^\{(-\d+)\}\$",
+          below_power_of_ten(max_diff_vs_torch)),
+    # parameters (figure block-parameters)
+    Claim("GPT-2 small block", "article", rf"一个块有 {N} 个参数，其中前馈网络占 {N}%，注意力占 {N}%",
+          approx(lambda: torch_block_parts(768)["total"], lambda: share("ffn", 768), lambda: share("attention", 768))),
+    Claim("GPT-2 small", "article", rf"12 个块共 {N} 个.*正好是 {N} 个",
+          approx(lambda: 12 * torch_block_parts(768)["total"], gpt2_small_total, exact=True)),
+    Claim("norm share", "article", rf"\$d=64\$ 时也只占 {N}%，到 \$d=4096\$ 只剩 {N}%",
+          approx(lambda: share("norms", 64), lambda: share("norms", 4096))),
+    Claim("FFN twice attention", "article", r"前馈网络始终是注意力的两倍",
+          holds(fact_ffn_twice_attention)),
+    Claim("SwiGLU keeps parameters", "article", r"前馈网络的参数和原来几乎一样",
+          holds(fact_swiglu_keeps_ffn_parameters)),
+    # FLOPs
+    Claim("GPT-2 small FLOPs", "article", rf"每个词元前向约 {N} 次运算，其中打分占 {N}%",
+          approx(lambda: counted_flops(768, 1024)["total"] / 1024,
+                 lambda: 100 * counted_flops(768, 1024)["scores"] / counted_flops(768, 1024)["total"])),
+    Claim("T : 6d", "article", r"两项之比是 \$T:6d\$",
+          holds(fact_scores_to_rest_is_t_to_6d)),
+    Claim("24 d^2 a token", "article", r"也就是 \$24d\^2\$；注意力打分 .*还要再加 \$4Td\$",
+          holds(fact_flops_per_token_formula)),
+    Claim("backward twice forward", "article", r"矩阵乘法的运算量正好是前向的 2 倍",
+          holds(fact_backward_twice_forward)),
+    # pitfalls
+    Claim("sequence-wide LayerNorm leaks", "article", r"后面词元的信息经由均值漏到前面的位置",
+          holds(fact_sequence_wide_layernorm_leaks_future)),
+    Claim("TransformerEncoderLayer defaults", "article", r"它默认 `norm_first=False`.*`dropout=0\.1`",
+          holds(fact_encoder_layer_defaults)),
+    Claim("TransformerEncoderLayer mask convention", "article", r"它的布尔掩码和我们一样，`True` 表示屏蔽",
+          holds(fact_encoder_layer_bool_mask_true_is_masked)),
+    Claim("SDPA mask convention", "article", r"`F\.scaled_dot_product_attention` 的布尔掩码正好相反",
+          holds(fact_sdpa_bool_mask_true_is_allowed)),
+    Claim("GELU tanh gap", "article", rf"两者最多相差约 {N}",
+          approx(gelu_tanh_gap)),
+]
+
+
+# --------------------------------------------------------------------------- locating the sentences
+
+
+@dataclass(frozen=True)
+class Place:
+    where: str  # file:line, for the failure message
+    text: str
+
+
+def article_lines() -> list[Place]:
+    rel = ARTICLE.relative_to(ROOT)
+    return [Place(f"{rel}:{i}", line) for i, line in enumerate(ARTICLE.read_text(encoding="utf-8").splitlines(), 1)]
+
+
+def figure_texts() -> dict[str, Place]:
+    rel = FIGURES.relative_to(ROOT)
+    return {s.name: Place(f"{rel}:{s.line} (figure {s.name})", f"{s.title}\n{s.caption}")
+            for s in registry.parse_module(FIGURES)}
+
+
+def places_of(claim: Claim) -> list[tuple[Place, re.Match[str]]]:
+    if claim.where == "article":
+        candidates = article_lines()
+    else:
+        figures = figure_texts()
+        assert claim.where in figures, f"figure {claim.where!r} is no longer declared in {FIGURES.relative_to(ROOT)}"
+        candidates = [figures[claim.where]]
+    return [(place, m) for place in candidates for line in place.text.splitlines()
+            if (m := re.search(claim.pattern, line))]
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=[f"{c.where}:{c.name}" for c in CLAIMS])
+def test_claim_holds(claim: Claim) -> None:
+    found = places_of(claim)
+    where = ARTICLE.relative_to(ROOT) if claim.where == "article" else f"the caption of figure {claim.where}"
+    assert found, (
+        f"the claim {claim.name!r} is no longer in {where} (pattern {claim.pattern!r}): "
+        "if the sentence was reworded, update the pattern here; if the claim was dropped, drop the entry"
+    )
+    for place, m in found:
+        stated = [Decimal(g.replace(",", "")) for g in m.groups() if g is not None]
+        problem = claim.check(stated)
+        assert problem is None, f"{place.where}: 「{m.group(0)}」 {problem}"
+
+
+# --------------------------------------------------------------------------- the recipe is the figures' recipe
+
+
+@cache
+def _figure_module():
+    spec = importlib.util.spec_from_file_location("_block_figures_under_test", FIGURES)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_recipe_reproduces_the_figures_data() -> None:
+    """The numbers above are about the data drawn in the figures, not about a look-alike run."""
+    fig = _figure_module()
+    assert (fig.DEPTH, tuple(fig.STACK_SIZES), tuple(fig.D_MODELS)) == (DEPTH, STACK_SIZES, D_MODELS)
+    for layout, profile in fig.depth_profiles().items():
+        assert profile.std == pytest.approx(list(stds(layout)), rel=1e-12)
+        assert profile.grad == pytest.approx(list(grads(layout)), rel=1e-9)
+    for layout, values in fig.last_layer_gradients().items():
+        assert values == pytest.approx([last_block_gradient(layout, n) for n in STACK_SIZES], rel=1e-9)
+    gpt2 = fig.parameter_shares()["gpt2"]
+    for i, d in enumerate(D_MODELS):
+        for part in ("attention", "ffn", "norms"):
+            assert gpt2[part][i] == torch_block_parts(d)[part], (part, d)
+
+
+def test_claims_are_not_luck_of_one_seed() -> None:
+    """The qualitative picture holds for other random initialisations too (16 blocks, looser bounds)."""
+    for seed in (1, 2):
+        x_seed = torch.Generator().manual_seed(50 + seed)
+        x = torch.randn(BATCH, SEQ_LEN, D_MODEL, generator=x_seed, dtype=torch.float64)
+        g = torch.randn(BATCH, SEQ_LEN, D_MODEL, generator=x_seed, dtype=torch.float64)
+        result = {}
+        for layout in LAYOUTS:
+            blocks = make_stack(layout, 16, D_MODEL, N_HEADS, seed)
+            states = [x.clone().requires_grad_()]
+            for block in blocks:
+                states.append(block(states[-1], mask=causal_mask(SEQ_LEN)))
+            g0 = torch.autograd.grad((states[-1] * g).sum(), states[0])[0]
+            result[layout] = (states[-1].std().item(), (g0.norm() / g.norm()).item())
+        assert result["plain"][1] < 1e-10, seed  # vanishes
+        assert result["residual"][0] > 2 and result["residual"][1] > 2, seed  # grows
+        assert abs(result["post"][0] - 1) < 1e-3 and 0.3 < result["post"][1] < 2, seed
+        assert 1 < result["pre"][0] < result["residual"][0] and 1 < result["pre"][1] < result["residual"][1], seed
+
+
+# --------------------------------------------------------------------------- no new unchecked number
+
+
+NUMBER = re.compile(r"\d+\.\d+|\d+(?:\.\d+)?\s*%|\d{1,3}(?:,\d{3})+")
+# Numbers that are not results of a computation. Add one only with a reason.
+NOT_COMPUTED: dict[str, str] = {}
+
+
+def test_every_number_in_the_article_is_a_checked_claim() -> None:
+    """A new decimal, percentage or thousands-separated number in the prose or a caption needs an entry in CLAIMS."""
+    covered: dict[str, list[tuple[int, int]]] = {}
+    for claim in CLAIMS:
+        for place, m in places_of(claim):
+            covered.setdefault(place.where + "|" + m.string, []).append(m.span())
+    unchecked = []
+    sources = [article_lines(), *([p] for p in figure_texts().values())]
+    for places in sources:
+        in_code = False
+        for place in places:
+            for line in place.text.splitlines():
+                if line.startswith("```"):
+                    in_code = not in_code
+                if in_code or line.startswith("--8<--"):
+                    continue
+                spans = covered.get(place.where + "|" + line, [])
+                # inline code (`dropout=0.0`) is an argument, not a result: blank it out, keeping the offsets
+                prose = re.sub(r"`[^`]*`", lambda c: " " * len(c.group(0)), line)
+                for m in NUMBER.finditer(prose):
+                    if any(a <= m.start() and m.end() <= b for a, b in spans) or m.group(0) in NOT_COMPUTED:
+                        continue
+                    unchecked.append(f"{place.where}: {m.group(0)} in 「{line.strip()[:80]}」")
+    assert not unchecked, "numbers with no recomputing claim in CLAIMS:\n" + "\n".join(unchecked)
