@@ -9,13 +9,17 @@
   problem stops the build with ``file:line`` messages, the same ones that
   ``scripts/check_content.py`` prints.
 - on_nav: previous / next follow the route, not the file order.
-- on_page_markdown: attaches the article model to the page for templates.
+- on_page_markdown: attaches the article model to the page for templates and
+  makes the page's title and description HTML-escaped text (``Markup``): MkDocs
+  templates do not autoescape and Material prints both raw (header, sidebar,
+  footer, ``<meta name="description">``, tag listings, the search index).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from markupsafe import Markup, escape
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 
@@ -51,7 +55,8 @@ def on_config(config: Any) -> Any:
     for entry in route.entries:
         groups[entry.stage].append(f"{ARTICLES_DIR}/{entry.slug}.md")
         groups[entry.stage].extend(entry.labs)
-    section.extend({stage.title: items} for stage, items in zip(route.stages, groups, strict=True))
+    # stage titles come from data/route.yml: escaped like any contributor text
+    section.extend({escape(stage.title): items} for stage, items in zip(route.stages, groups, strict=True))
     return config
 
 
@@ -83,5 +88,10 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if article is not None:
         page.meta["article"] = article
         page.meta["readtime"] = article.readtime
-        page.meta.setdefault("description", article.description)
+        page.meta["title"] = article.title
+        page.meta["description"] = article.description
+    for key in ("title", "description"):
+        value = page.meta.get(key)
+        if isinstance(value, str) and not isinstance(value, Markup):
+            page.meta[key] = escape(value)  # page.title reads meta["title"]
     return markdown

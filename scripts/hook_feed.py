@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape as _escape
 
 from sitelib import atomic, state
 
 FEED = "feed.xml"
 ENTRIES = 20
+
+
+def escape(text: str) -> str:
+    """Text for XML element content or a double-quoted attribute."""
+    return _escape(text, {'"': "&quot;"})
 
 
 def _absolute(config: Any, path: str) -> str:

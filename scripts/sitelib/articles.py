@@ -9,7 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from . import frontmatter, readtime, snippets
+from . import frontmatter, plaintext, readtime, snippets
 from .catalog import Author, Route, load_authors, load_route, load_tags
 from .checks import Context, Document, check_document
 from .paths import DOCS, ROOT, rel
@@ -86,8 +86,10 @@ def check_meta(
     for key in ("title", "description", "author"):
         if key in meta and meta[key] not in (None, "") and not isinstance(meta[key], str):
             out.append(Problem(path, fm.line_of(key), f"{key} 应是字符串", "给值加上引号"))
-    if isinstance(meta.get("description"), str) and "\n" in meta["description"].strip():
-        out.append(Problem(path, fm.line_of("description"), "description 应是一行摘要", "把摘要写成一行"))
+    for key in ("title", "description"):
+        if isinstance(meta.get(key), str):
+            for message, fix in plaintext.problems(meta[key], key):
+                out.append(Problem(path, fm.line_of(key), f"{key} {message}", fix))
     if "date" in meta and meta["date"] not in (None, "") and not _is_date(meta["date"]):
         out.append(Problem(path, fm.line_of("date"), f"date 不是日期：{meta['date']!r}",
                            "写成 YYYY-MM-DD，例如 2026-11-20，不加引号"))
@@ -221,6 +223,7 @@ def load_site(
             problems.append(Problem(path, line, f"标题「{title}」与 {others} 重复",
                                     "换一个标题，每篇文章的标题必须不同"))
     problems += check_route(route, {f.stem for f in files}, data / "route.yml", root=root)
+    problems += other_pages_snippets(docs, set(files), root)
     ordered: dict[str, Article] = {}
     for i, entry in enumerate(e for e in route.entries if e.slug in loaded):
         a = loaded[entry.slug]
@@ -233,6 +236,20 @@ def load_site(
         ordered[slug].prev = order[i - 1] if i > 0 else None
         ordered[slug].next = order[i + 1] if i + 1 < len(order) else None
     return Site(ordered, route, authors, tags, problems)
+
+
+def other_pages_snippets(docs: Path, articles: set[Path], root: Path) -> list[Problem]:
+    """Snippet includes on the site's other pages (home, about, listings) resolve inside the repository."""
+    out: list[Problem] = []
+    for file in sorted(docs.rglob("*.md")):
+        if file in articles:
+            continue
+        text = file.read_text(encoding="utf-8")
+        if "8<" not in text:
+            continue
+        _, problems = body_with_snippets(text, 1, rel(file, root), root)
+        out += problems
+    return out
 
 
 def check_route(route: Route, slugs: set[str], route_file: Path, *, root: Path = ROOT) -> list[Problem]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from . import plaintext
 from .frontmatter import Loader
 from .paths import DATA, ROOT, rel
 from .problems import Problem
@@ -71,6 +72,36 @@ def _line_index(path: Path) -> dict[str, int]:
     return index
 
 
+def _key_lines(path: Path) -> dict[str, int]:
+    """Line of each top-level key of a YAML mapping file (from the node tree; {} if it does not parse)."""
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=Loader)
+    except (yaml.YAMLError, OSError):
+        return {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
+
+
+def _stage_lines(path: Path) -> list[dict[str, int]]:
+    """For each stage of route.yml, the line of each of its keys' values."""
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=Loader)
+    except (yaml.YAMLError, OSError):
+        return []
+    if not isinstance(node, yaml.MappingNode):
+        return []
+    for key, value in node.value:
+        if key.value == "stages" and isinstance(value, yaml.SequenceNode):
+            return [
+                {str(k.value): v.start_mark.line + 1 for k, v in item.value}
+                if isinstance(item, yaml.MappingNode)
+                else {}
+                for item in value.value
+            ]
+    return []
+
+
 @lru_cache(maxsize=8)
 def _authors(path: Path, mtime: int, root: Path) -> tuple[dict[str, Author], tuple[Problem, ...]]:
     data, problems = _load_yaml(path, root)
@@ -85,7 +116,12 @@ def _authors(path: Path, mtime: int, root: Path) -> tuple[dict[str, Author], tup
                             f"作者 {key} 的头像指向外部网址", "把头像放到 docs/assets/authors/ 下，写相对路径")
                 )
                 avatar = ""
-            authors[str(key)] = Author(str(key), str(value.get("name", key)), str(value.get("bio", "")), avatar)
+            author = Author(str(key), str(value.get("name", key)), str(value.get("bio", "")), avatar)
+            line = _key_lines(path).get(str(key), 1)
+            for field_name, text in (("name", author.name), ("bio", author.bio)):
+                for message, fix in plaintext.problems(text, field_name):
+                    problems.append(Problem(rel(path, root), line, f"作者 {key} 的 {field_name} {message}", fix))
+            authors[str(key)] = author
     elif data is not None or not problems:
         problems.append(Problem(rel(path, root), 1, "作者文件应是以作者 ID 为键的映射"))
     return authors, tuple(problems)
@@ -100,7 +136,15 @@ def load_tags(path: Path = DATA / "tags.yml", *, root: Path = ROOT) -> tuple[dic
     """Allowed tags and their one-line descriptions."""
     data, problems = _load_yaml(path, root)
     if isinstance(data, dict):
-        return {str(k): str(v or "") for k, v in data.items()}, problems
+        tags = {str(k): str(v or "") for k, v in data.items()}
+        lines = _key_lines(path)
+        for name, description in tags.items():
+            line = lines.get(name, 1)
+            for message, fix in plaintext.problems(name, "tag"):
+                problems.append(Problem(rel(path, root), line, f"标签名 {name!r} {message}", fix))
+            for message, fix in plaintext.problems(description, "description"):
+                problems.append(Problem(rel(path, root), line, f"标签「{name}」的说明 {message}", fix))
+        return tags, problems
     if not problems:
         problems.append(Problem(rel(path, root), 1, "标签文件应是「标签: 说明」形式的映射"))
     return {}, problems
@@ -112,6 +156,7 @@ def load_route(path: Path = DATA / "route.yml", *, root: Path = ROOT) -> tuple[R
     if data is None:
         return route, problems
     lines = _line_index(path)
+    stage_lines = _stage_lines(path)
     stages = data.get("stages") if isinstance(data, dict) else None
     if not isinstance(stages, list):
         problems.append(Problem(rel(path, root), 1, "学习路线应有 stages 列表"))
@@ -122,6 +167,10 @@ def load_route(path: Path = DATA / "route.yml", *, root: Path = ROOT) -> tuple[R
             continue
         title = str(raw["title"])
         stage = Stage(title, str(raw.get("summary", "")), [], lines.get("title", 1))
+        for field_name, text in (("title", stage.title), ("summary", stage.summary)):
+            for message, fix in plaintext.problems(text, field_name):
+                line = stage_lines[i].get(field_name, 1) if i < len(stage_lines) else 1
+                problems.append(Problem(rel(path, root), line, f"第 {i + 1} 个阶段的 {field_name} {message}", fix))
         for item in raw.get("articles") or []:
             labs: list[str] = []
             if isinstance(item, dict):

@@ -1,17 +1,40 @@
 """Markdown for the generated listings: article cards, pager, route.
 
-Output is Markdown (with md_in_html blocks) and relative ``.md`` links, so
-MkDocs resolves and validates every link like any author-written one.
+Output is Markdown (with md_in_html blocks). Text from front matter and data
+files (titles, descriptions, names) never goes into Markdown syntax, where
+``*``, ``[..](javascript:..)`` or ``$`` would be interpreted: it is written as
+escaped text inside raw HTML elements (``text_link``, ``text``). Links between
+the site's own fixed pages stay Markdown ``.md`` links, validated by MkDocs.
 """
 
 from __future__ import annotations
 
 import html
 import posixpath
+import re
 from math import ceil
 
 from .articles import Article, Site
 from .labs import title as lab_title
+
+
+def text(value: str) -> str:
+    """Contributor text for element content or a double-quoted attribute."""
+    return html.escape(value, quote=True)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|$])")  # Python-Markdown's escapable characters, | and $
+
+
+def md_text(value: str) -> str:
+    """Contributor text inside Markdown syntax (a heading): escaped for HTML, then for Markdown."""
+    return _MD_SPECIAL.sub(r"\\\1", text(value))
+
+
+def text_link(from_uri: str, to_uri: str, label: str, cls: str = "") -> str:
+    """A raw HTML link to another page source with escaped text (not Markdown)."""
+    attr = f' class="{cls}"' if cls else ""
+    return f'<a href="{text(_href(from_uri, url_for(to_uri)))}"{attr}>{text(label)}</a>'
 
 
 def _link(from_uri: str, to_uri: str) -> str:
@@ -28,14 +51,14 @@ def tag_anchor(tag: str) -> str:
 def meta_line(article: Article) -> str:
     return (
         f'<span class="llm-meta__time">{article.readtime} 分钟阅读</span>'
-        f'<span class="llm-meta__author">{html.escape(article.author.name)}</span>'
+        f'<span class="llm-meta__author">{text(article.author.name)}</span>'
         f'<time class="llm-meta__date" datetime="{article.date.isoformat()}">{article.date.isoformat()}</time>'
     )
 
 
 def url_for(uri: str) -> str:
     """Directory URL of a page source (``articles/x.md`` -> ``articles/x/``)."""
-    stem = uri.removesuffix(".md")
+    stem = uri.removesuffix(".md").removesuffix(".ipynb")
     if stem == "index" or stem.endswith("/index"):
         return stem.removesuffix("index")
     return stem + "/"
@@ -52,15 +75,14 @@ def card(article: Article, from_uri: str, tags_uri: str = "tags.md") -> str:
     # are raw HTML links (checked by tests/site/test_built_html.py instead).
     tags_href = _href(from_uri, url_for(tags_uri))
     tag_links = "".join(
-        f'<a class="md-tag" href="{tags_href}#{tag_anchor(t)}">{html.escape(t)}</a>' for t in article.tags
+        f'<a class="md-tag" href="{text(tags_href + "#" + tag_anchor(t))}">{text(t)}</a>' for t in article.tags
     )
     return "\n".join(
         [
             '<article class="llm-card" markdown>',
-            f"[{html.escape(article.title)}]({_link(from_uri, article.src_uri)}){{ .llm-card__title }}",
+            f'<p>{text_link(from_uri, article.src_uri, article.title, "llm-card__title")}</p>',
             "",
-            f"{html.escape(article.description)}",
-            "{ .llm-card__summary }",
+            f'<p class="llm-card__summary">{text(article.description)}</p>',
             "",
             f'<p class="llm-meta">{meta_line(article)}</p>',
             "",
@@ -110,9 +132,9 @@ def route_overview(site: Site, from_uri: str) -> str:
     out: list[str] = []
     for i, stage in enumerate(site.route.stages):
         members = [a for a in site.articles.values() if a.stage == i]
-        line = f"{i + 1}. **{stage.title}**（{len(members)} 篇）：{stage.summary}"
+        line = f"{i + 1}. <strong>{text(stage.title)}</strong>（{len(members)} 篇）：{text(stage.summary)}"
         if members:
-            line += f"从[{members[0].title}]({_link(from_uri, members[0].src_uri)})开始。"
+            line += f"从{text_link(from_uri, members[0].src_uri, members[0].title)}开始。"
         out.append(line)
     out += ["", f"[打开完整的学习路线 →]({_link(from_uri, 'route.md')})", ""]
     return "\n".join(out)
@@ -122,7 +144,7 @@ def route_page(site: Site, from_uri: str) -> str:
     out: list[str] = []
     number = 0
     for i, stage in enumerate(site.route.stages):
-        out += [f"## {stage.title}", "", stage.summary, ""]
+        out += [f"## {md_text(stage.title)}", "", f"<p>{text(stage.summary)}</p>", ""]
         members = [a for a in site.articles.values() if a.stage == i]
         if not members:
             continue
@@ -132,12 +154,12 @@ def route_page(site: Site, from_uri: str) -> str:
             number += 1
             out += [
                 '<li markdown="block">',  # li defaults to span-level: the labs list needs block parsing
-                f"[{a.title}]({_link(from_uri, a.src_uri)})：{a.description}（{a.readtime} 分钟阅读）",
+                f"{text_link(from_uri, a.src_uri, a.title)}：{text(a.description)}（{a.readtime} 分钟阅读）",
                 "",
             ]
             for lab in a.labs:
                 title = lab_title(lab) or f"动手实验：{posixpath.basename(lab)}"
-                out.append(f"- [{html.escape(title)}]({_link(from_uri, lab)})")
+                out.append(f"- {text_link(from_uri, lab, title)}")
             out += ["", "</li>"]
         out += ["</ol>", ""]
     return "\n".join(out)

@@ -1,0 +1,244 @@
+"""Accepted-but-tricky values in every plain-text field, built into a real site.
+
+One strict build of a scratch copy whose article titles, descriptions, author name and bio,
+a tag, and a stage title and summary hold the ACCEPTED payloads. Then:
+
+- every ``.html`` output parses with no element or attribute that a payload could have
+  injected (``<mask>``, ``<t>``, ``onmouseover``, ``onfocus``, ``autofocus``, ``data-x`` …);
+- every ``.xml`` output is well-formed and holds the payload as text;
+- every ``.json`` output parses, and the search index holds titles as escaped HTML (Material
+  renders search results as HTML);
+- in Chromium, no page sets ``window.__xss`` (also after hovering and focusing every element
+  that shows a payload), and each article's heading shows its title exactly as written.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.security.payloads import ACCEPTED
+
+ARTICLE_SLUG = "transformer-attention"
+SECOND_SLUG = "prompt-engineering"
+# Names an injected element or attribute would have; none may appear in any page.
+INJECTED_TAGS = {"mask", "t"}
+INJECTED_ATTRS = {"onmouseover", "onfocus", "autofocus", "data-x", "data-y"}
+
+TITLE = ACCEPTED["angle-words"]
+DESCRIPTION = ACCEPTED["double-quote-breakout"]
+SECOND_TITLE = ACCEPTED["ampersand-and-comparisons"]
+SECOND_DESCRIPTION = ACCEPTED["single-quote-breakout"]
+AUTHOR_NAME = ACCEPTED["markdown-syntax"][:60]
+AUTHOR_BIO = ACCEPTED["json-breakout"]
+STAGE_TITLE = ACCEPTED["jinja-syntax"]
+STAGE_SUMMARY = ACCEPTED["double-quote-breakout"]
+
+
+def _yaml(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid YAML double-quoted scalar
+
+
+def _set_key(text: str, key: str, value: str) -> str:
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.startswith(f"{key}:"):
+            lines[i] = f"{key}: {_yaml(value)}\n"
+            return "".join(lines)
+    raise AssertionError(f"no {key}: line")
+
+
+@dataclass
+class PayloadSite:
+    root: Path
+    site: Path
+    output: str
+
+
+@pytest.fixture(scope="module")
+def payload_site(tmp_path_factory: pytest.TempPathFactory, built_site) -> PayloadSite:
+    """A strict build of a copy of the repository with payloads in every plain-text field.
+
+    Depends on ``built_site`` so the figure and lab caches are warm: the copy has the same
+    code, so its figures and labs come from the cache.
+    """
+    root = tmp_path_factory.mktemp("payload") / "repo"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.ipynb")
+    for folder in ("docs", "data", "code", "labs", "scripts", "overrides"):
+        shutil.copytree(ROOT / folder, root / folder, ignore=ignore)
+    shutil.copy2(ROOT / "mkdocs.yml", root / "mkdocs.yml")
+    if (ROOT / "node_modules").exists():
+        (root / "node_modules").symlink_to(ROOT / "node_modules")
+    cache = Path(os.environ.get("LLM_SITE_CACHE", ROOT / ".cache"))
+    if cache.is_dir():
+        shutil.copytree(cache, root / ".cache", symlinks=True)
+
+    art = root / "docs" / "articles" / f"{ARTICLE_SLUG}.md"
+    text = _set_key(art.read_text(encoding="utf-8"), "title", TITLE)
+    art.write_text(_set_key(text, "description", DESCRIPTION), encoding="utf-8")
+    second = root / "docs" / "articles" / f"{SECOND_SLUG}.md"
+    text = _set_key(second.read_text(encoding="utf-8"), "title", SECOND_TITLE)
+    second.write_text(_set_key(text, "description", SECOND_DESCRIPTION), encoding="utf-8")
+    authors = root / "data" / "authors.yml"
+    text = authors.read_text(encoding="utf-8")
+    text = text.replace("  name: guohua\n", f"  name: {_yaml(AUTHOR_NAME)}\n")
+    text = text.replace("  bio: ", f"  bio: {_yaml(AUTHOR_BIO)}\n  # bio was: ", 1)
+    authors.write_text(text, encoding="utf-8")
+    route = root / "data" / "route.yml"
+    text = route.read_text(encoding="utf-8")
+    first_stage = next(line for line in text.splitlines() if line.startswith("  - title: "))
+    first_summary = next(line for line in text.splitlines() if line.startswith("    summary: "))
+    text = text.replace(first_stage, f"  - title: {_yaml(STAGE_TITLE)}", 1)
+    text = text.replace(first_summary, f"    summary: {_yaml(STAGE_SUMMARY)}", 1)
+    route.write_text(text, encoding="utf-8")
+
+    site = root / "site"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "LLM_SITE_CACHE": str(root / ".cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        cwd=root, env=env, capture_output=True, text=True, encoding="utf-8", timeout=900, check=False,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"the payload site did not build:\n{output}"
+    return PayloadSite(root, site, output)
+
+
+class _Collector(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: set[str] = set()
+        self.attrs: set[str] = set()
+        self.title_text = ""
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        self.attrs.update(name for name, _ in attrs)
+        self._in_title = tag == "title"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title_text += data
+
+
+def _outputs(site: Path, suffix: str) -> list[Path]:
+    return sorted(p for p in site.rglob(f"*{suffix}") if p.is_file())
+
+
+@pytest.mark.slow
+def test_no_payload_becomes_markup_in_any_html_page(payload_site: PayloadSite) -> None:
+    pages = _outputs(payload_site.site, ".html")
+    assert len(pages) >= 8
+    landed = 0
+    for path in pages:
+        text = path.read_text(encoding="utf-8")
+        parser = _Collector()
+        parser.feed(text)
+        rel = path.relative_to(payload_site.site)
+        assert not parser.tags & INJECTED_TAGS, f"{rel}: injected element {parser.tags & INJECTED_TAGS}"
+        assert not parser.attrs & INJECTED_ATTRS, f"{rel}: injected attribute {parser.attrs & INJECTED_ATTRS}"
+        landed += text.count("XSS")
+    assert landed > 20, "the payloads did not reach the pages at all: the test would prove nothing"
+
+
+@pytest.mark.slow
+def test_the_title_element_shows_the_title_as_written(payload_site: PayloadSite) -> None:
+    parser = _Collector()
+    parser.feed((payload_site.site / "articles" / ARTICLE_SLUG / "index.html").read_text(encoding="utf-8"))
+    assert parser.title_text.startswith(TITLE + " - "), parser.title_text
+
+
+@pytest.mark.slow
+def test_xml_outputs_are_well_formed_and_hold_the_text(payload_site: PayloadSite) -> None:
+    feed = payload_site.site / "feed.xml"
+    root = ET.parse(feed).getroot()
+    ns = {"a": "http://www.w3.org/2005/Atom"}
+    titles = [e.text for e in root.findall("a:entry/a:title", ns)]
+    summaries = [e.text for e in root.findall("a:entry/a:summary", ns)]
+    names = [e.text for e in root.findall("a:entry/a:author/a:name", ns)]
+    assert TITLE in titles and SECOND_TITLE in titles
+    assert DESCRIPTION in summaries and SECOND_DESCRIPTION in summaries
+    assert AUTHOR_NAME in names
+    for path in _outputs(payload_site.site, ".xml"):
+        ET.parse(path)  # raises on malformed XML
+
+
+@pytest.mark.slow
+def test_json_outputs_parse_and_search_titles_are_escaped_html(payload_site: PayloadSite) -> None:
+    for path in _outputs(payload_site.site, ".json"):
+        json.loads(path.read_text(encoding="utf-8"))
+    index = json.loads((payload_site.site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    titles = [doc.get("title", "") for doc in index["docs"]]
+    assert any("&lt;mask&gt;" in t for t in titles), "the article's title is missing from the search index"
+    for t in titles:
+        parser = _Collector()
+        parser.feed(t)
+        assert not parser.tags & INJECTED_TAGS and not parser.attrs & INJECTED_ATTRS, t
+
+
+# Fire the events an injected handler would wait for, on every element showing a payload.
+_POKE = """() => {
+  for (const el of document.querySelectorAll("body *")) {
+    const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.includes("XSS"));
+    const attr = [...el.attributes].some(a => a.value.includes("XSS"));
+    if (!own && !attr) continue;
+    for (const type of ["mouseover", "mouseenter", "focus", "focusin"]) el.dispatchEvent(new Event(type));
+  }
+}"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_no_payload_runs_in_the_browser(payload_site: PayloadSite, browser) -> None:
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(payload_site.site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN")
+    context.route("**/*", lambda route: route.abort() if not route.request.url.startswith(base)
+                  else route.continue_())
+    try:
+        pg = context.new_page()
+        pg.set_default_timeout(10_000)
+        pages = [p.relative_to(payload_site.site).as_posix() for p in _outputs(payload_site.site, "index.html")]
+        for rel in pages:
+            url = base + rel.removesuffix("index.html")
+            pg.goto(url)
+            # hover and focus whatever shows a payload, so injected handlers would fire
+            pg.evaluate(_POKE)
+            assert pg.evaluate("window.__xss") is None, f"a payload ran on {url}"
+            assert pg.evaluate("document.querySelectorAll('mask, t').length") == 0, url
+        pg.goto(base + f"articles/{ARTICLE_SLUG}/")
+        assert pg.locator("article h1").first.inner_text().strip() == TITLE
+        assert pg.title().startswith(TITLE)
+        # search renders results as HTML: the escaped title must show as text there too
+        pg.goto(base + "?q=mask")
+        pg.wait_for_selector(".md-search-result__item", state="attached")
+        assert pg.evaluate("window.__xss") is None
+        assert pg.evaluate("document.querySelectorAll('.md-search-result mask').length") == 0
+    finally:
+        context.close()
+        httpd.shutdown()
+        httpd.server_close()
