@@ -202,13 +202,16 @@ def save(fig: Any, path: str | Path) -> None:
         _enlarge_svg(path, MIN_TEXT_PX / (smallest * 4 / 3))
 
 
-def figure(name: str, *, article: str, title: str, caption: str, data: Sequence[str] = ()) -> Callable[..., Any]:
+def figure(
+    name: str, *, article: str, title: str, caption: str, data: Sequence[str] = (), timeout: float = 120
+) -> Callable[..., Any]:
     """声明一张构建时生成的图。
 
     name    图的名字，文章里用 <!-- figure: name --> 引用；
     article 用到它的文章（docs/articles/<article>.md）；
     title   图片的替代文字（alt）；caption 图下的说明，告诉读者看哪里；
-    data    它读取的数据文件（相对仓库根目录），改动后图会重画。
+    data    它读取的数据文件（相对仓库根目录），改动后图会重画；
+    timeout 画这张图（浅色、深色两版）最多用多少秒，超时构建会停下并指出这张图。
 
     scripts/build_figures.py 不导入代码就能读出这些声明（只解析语法树），
     所以参数必须直接写成字符串字面量。被装饰的函数不带参数，返回一个 matplotlib 图。

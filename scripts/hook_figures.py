@@ -36,7 +36,10 @@ _specs: dict[str, registry.FigureSpec] = {}
 
 def _build(names: list[str]) -> None:
     start = time.perf_counter()
-    proc = worker.run_script(SCRIPT, names, log, "figures")
+    # Each figure has its own limit inside the script. This backstop also covers a figure stuck in C code,
+    # with room for the trained artifacts the figures may need first (minutes on a loaded 2-core machine).
+    backstop = sum(_specs[n].timeout for n in names) + 900
+    proc = worker.run_script(SCRIPT, names, log, "figures", timeout=backstop)
     if proc.returncode != 0:
         raise PluginError(f"生成文章插图失败：\n{worker.failure(proc)}")
     log.info("figures: 重新生成 %d 张图，用时 %.1f s", len(names), time.perf_counter() - start)

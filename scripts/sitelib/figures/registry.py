@@ -10,6 +10,7 @@ from ..paths import CODE, rel
 
 FIGURES_DIR = "figures"
 DECORATOR = "figure"
+DEFAULT_TIMEOUT = 120.0  # seconds a figure may take to draw (both themes); @figure(..., timeout=...) changes it
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class FigureSpec:
     caption: str
     data: tuple[str, ...]
     line: int
+    timeout: float = DEFAULT_TIMEOUT
 
     @property
     def where(self) -> str:
@@ -67,6 +69,9 @@ def parse_module(path: Path) -> list[FigureSpec]:
             data = kw.get("data", ())
             if isinstance(data, str):
                 data = (data,)
+            timeout = kw.get("timeout", DEFAULT_TIMEOUT)
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+                raise DeclarationError(f"{where}: @figure 的 timeout 应是正数（秒），例如 timeout=300")
             specs.append(
                 FigureSpec(
                     name=str(_literal(call.args[0], "name", where)),
@@ -77,6 +82,7 @@ def parse_module(path: Path) -> list[FigureSpec]:
                     caption=str(kw["caption"]),
                     data=tuple(str(d) for d in data),
                     line=node.lineno,
+                    timeout=float(timeout),
                 )
             )
     return specs

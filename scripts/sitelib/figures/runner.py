@@ -37,6 +37,40 @@ class FigureError(RuntimeError):
     pass
 
 
+class _Timeout(BaseException):
+    """Raised inside a figure function when its time is up (a BaseException: ``except Exception`` in
+    figure code cannot swallow it)."""
+
+
+class _Deadline:
+    """Interrupt the drawing after ``seconds`` (SIGALRM; the drawing runs in a process's main thread)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._previous: Any = None
+
+    def _expire(self, signum: int, frame: Any) -> None:
+        raise _Timeout
+
+    def __enter__(self) -> _Deadline:
+        self._previous = signal.signal(signal.SIGALRM, self._expire)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self._previous)
+
+
+def timeout_message(spec: FigureSpec) -> str:
+    return (
+        f"图 {spec.name} 超过时间上限 {spec.timeout:g} 秒，已停止：函数 {spec.function}（{spec.where}），"
+        f"用于文章 docs/articles/{spec.article}.md\n"
+        f"    修改建议：减少计算量（更小的维度、更少的步数或数据点）；确实需要更久时，"
+        f"在 @figure(...) 中写 timeout=秒数；耗时的训练请声明为构建产物（artifact），只算一次"
+    )
+
+
 def plan(specs: Iterable[FigureSpec], force: bool = False, root: Path = cache.ROOT_DIR) -> list[Planned]:
     out = []
     for spec in specs:
@@ -103,13 +137,15 @@ def draw(item: Planned, root: Path = cache.ROOT_DIR) -> Path:
             import figkit  # from code/, on sys.path after _load
 
             fn: Any = getattr(module, spec.function)
-            with warnings.catch_warnings(record=True) as caught:
+            with warnings.catch_warnings(record=True) as caught, _Deadline(spec.timeout):
                 warnings.simplefilter("always")
                 for theme in cache.THEMES:
                     _seed()
                     with figkit.theme(theme):
                         fig = fn()
                         figkit.save(fig, staging / f"{theme}.{cache.FORMAT}")
+        except _Timeout:
+            raise FigureError(timeout_message(spec)) from None
         except Exception as exc:
             raise FigureError(f"{_describe(spec)}\n{traceback.format_exc()}") from exc
         problems = [str(w.message) for w in caught] + watch.messages
