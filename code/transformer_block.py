@@ -7,6 +7,8 @@ code/normalization.py 与 code/feed_forward.py。本文件只负责把它们按�
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from attention import causal_mask
 from feed_forward import make_ffn, swiglu_hidden_dim
@@ -34,7 +36,7 @@ class TransformerBlock(nn.Module):
                  norm: str = "layer", ffn: str = "gelu", bias: bool = True, eps: float | None = None) -> None:
         super().__init__()
         check_block_args(d_model, n_heads, layout)
-        self.layout = layout
+        self.d_model, self.n_heads, self.layout = d_model, n_heads, layout
         self.attn = MultiHeadAttention(d_model, n_heads, bias=bias)
         self.ffn = make_ffn(ffn, d_model, d_ff, bias=bias)
         with_norm = layout in ("pre", "post")
@@ -44,12 +46,12 @@ class TransformerBlock(nn.Module):
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """mask: bool，True 为屏蔽；(T, T)（如因果掩码），或能广播到 (B, n_heads, T, T) 的四维张量
         （如 padding_mask 返回的 (B, 1, 1, T)）。"""
-        check_block_input(x, mask, self.attn.n_heads * self.attn.d_head, self.attn.n_heads)
+        check_block_input(x, mask, self.d_model, self.n_heads)  # 形状不对就报错，见文件末尾
         x = self.sublayer(x, self.norm1, lambda h: self.attn(h, mask=mask))  # 词元之间交换信息
         x = self.sublayer(x, self.norm2, self.ffn)  # 每个词元各自加工
         return x
 
-    def sublayer(self, x: Tensor, norm: nn.Module, f) -> Tensor:
+    def sublayer(self, x: Tensor, norm: nn.Module, f: Callable[[Tensor], Tensor]) -> Tensor:
         if self.layout == "pre":
             return x + f(norm(x))  # 残差这条路上什么都不做，归一化只作用于子层的输入
         if self.layout == "post":
@@ -64,7 +66,7 @@ class TransformerBlock(nn.Module):
 def block_param_count(d_model: int, d_ff: int | None = None, *, layout: str = "pre", norm: str = "layer",
                       ffn: str = "gelu", bias: bool = True) -> dict[str, int]:
     """按公式数一个块的参数，分成注意力、前馈网络、归一化三部分。"""
-    check_int("d_model", d_model, minimum=1)
+    check_count_args(d_model, layout=layout, norm=norm, ffn=ffn)
     if d_ff is None:
         d_ff = 4 * d_model if ffn == "gelu" else swiglu_hidden_dim(d_model)
     d = d_model
@@ -93,7 +95,7 @@ def block_flops(d_model: int, seq_len: int, d_ff: int | None = None, *, ffn: str
     只数矩阵乘法：归一化、softmax、激活函数和偏置都是每个元素几次运算，比矩阵乘法少一两个数量级。
     注意力的打分按完整的 T×T 计算（这里的代码先算完再加掩码）。
     """
-    check_int("d_model", d_model, minimum=1)
+    check_count_args(d_model, ffn=ffn)
     check_int("seq_len", seq_len, minimum=1)
     if d_ff is None:
         d_ff = 4 * d_model if ffn == "gelu" else swiglu_hidden_dim(d_model)
@@ -117,6 +119,15 @@ def check_block_args(d_model: int, n_heads: int, layout: str) -> None:
         raise ValueError(f"d_model = {d_model} 应能被 n_heads = {n_heads} 整除：每个头分到 d_model / n_heads 维")
     if layout not in LAYOUTS:
         raise ValueError(f"layout 只能是 {'、'.join(repr(s) for s in LAYOUTS)} 之一，收到 {layout!r}")
+
+
+def check_count_args(d_model: int, layout: str = "pre", norm: str = "layer", ffn: str = "gelu") -> None:
+    """block_param_count、block_flops 的参数：名字写错时报错，而不是悄悄按另一种配置去数。"""
+    check_int("d_model", d_model, minimum=1)
+    for name, value, allowed in (("layout", layout, LAYOUTS), ("norm", norm, ("layer", "rms")),
+                                 ("ffn", ffn, ("gelu", "swiglu"))):
+        if value not in allowed:
+            raise ValueError(f"{name} 只能是 {'、'.join(repr(a) for a in allowed)} 之一，收到 {value!r}")
 
 
 def check_block_input(x: Tensor, mask: Tensor | None, d_model: int, n_heads: int) -> None:

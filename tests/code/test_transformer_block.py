@@ -256,6 +256,14 @@ def test_bad_arguments_raise():
         TransformerBlock(16, 4, ffn="relu")
     with pytest.raises(ValueError, match="seq_len"):
         block_flops(16, 0)
+    with pytest.raises(ValueError, match="ffn 只能是"):
+        block_param_count(16, ffn="relu")
+    with pytest.raises(ValueError, match="norm 只能是"):
+        block_param_count(16, norm="batch")
+    with pytest.raises(ValueError, match="layout 只能是"):
+        block_param_count(16, layout="sandwich")
+    with pytest.raises(ValueError, match="ffn 只能是"):
+        block_flops(16, 4, ffn="geglu")
 
 
 def test_runs_on_its_own():
