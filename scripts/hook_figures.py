@@ -28,7 +28,7 @@ from sitelib.figures import cache, registry, runner
 
 log = logging.getLogger("mkdocs.hooks.figures")
 SCRIPT = Path(__file__).resolve().parent / "build_figures.py"
-MARKER = re.compile(r"^<!--\s*figure:\s*(?P<name>[\w-]+)\s*-->\s*$", re.M)
+MARKER = registry.MARKER  # one pattern for the build, the content checks and the benchmark
 TARGET = "figures"
 
 _specs: dict[str, registry.FigureSpec] = {}

@@ -24,13 +24,15 @@ from typing import Any
 
 import yaml
 
+from sitelib.figures.registry import MARKER
+
 from .common import REPO, Workspace, read_config, write_child_config
 
 FIGURE_HOOK = "scripts/hook_figures.py"
 BASELINE_CONFIG = "mkdocs.baseline.yml"
 BASELINE_DOCS = "docs-baseline"
 NOFIG_CONFIG = "mkdocs.nofig.yml"
-_MARKER = re.compile(r"^<!--\s*figure:\s*(?P<name>[\w-]+)\s*-->\s*$", re.M)
+_MARKER = MARKER  # the build's own pattern (sitelib.figures.registry)
 KATEX_PATTERNS = ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js", "fonts/*.woff2")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from ..figures.registry import MARKER
 from ..problems import Problem
 from .text import line_at
 
@@ -16,8 +17,7 @@ if TYPE_CHECKING:
     from . import Document
     from .context import Context, Figures
 
-# Same form as scripts/hook_figures.py replaces: alone on its line, not indented.
-_MARKER = re.compile(r"^<!--[ \t]*figure:[ \t]*(?P<name>[\w-]+)[ \t]*-->[ \t]*$", re.M)
+_MARKER = MARKER  # the same pattern the build replaces
 _LOOSE = re.compile(r"<!--\s*figure\b", re.I)
 _EXAMPLE = "<!-- figure: 名字 -->"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,9 @@ from ..paths import CODE, rel
 
 FIGURES_DIR = "figures"
 DECORATOR = "figure"
+# The one marker that embeds a figure in an article: alone on its line, not indented. The build (hook_figures),
+# the content checks and the benchmark all use this pattern.
+MARKER = re.compile(r"^<!--[ \t]*figure:[ \t]*(?P<name>[\w-]+)[ \t]*-->[ \t]*$", re.M)
 DEFAULT_TIMEOUT = 120.0  # seconds a figure may take to draw (both themes); @figure(..., timeout=...) changes it
 
 
