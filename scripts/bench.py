@@ -6,7 +6,7 @@
     python scripts/bench.py --out bench-results/ --keep
 
 Everything runs in temporary copies of the repository (docs/, code/, data/,
-scripts/, overrides/, labs/, mkdocs.yml; node_modules/ symlinked): the working
+scripts/, overrides/, labs/, mkdocs.yml; KaTeX is vendored in docs/): the working
 tree is never modified. Prints a table and writes ``<out>/latest.json`` (and a
 dated copy) with the machine (CPU, cores, Python, package versions, date) and
 every sample. The machine is shared and noisy: compare ratios measured in the

@@ -27,7 +27,7 @@ PYTHON = sys.executable
 # What a workspace copies from the repository (labs/ only when it exists).
 COPY_DIRS = ("docs", "code", "data", "scripts", "overrides", "labs")
 COPY_FILES = ("mkdocs.yml",)
-LINKS = ("node_modules",)
+LINKS: tuple[str, ...] = ()  # nothing outside these is needed (KaTeX is vendored in docs/)
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.py[co]", ".ipynb_checkpoints")
 # Environment variables of the caller that would leak into the measured builds.
 _SCRUB = ("LLM_SITE_CACHE", "SITE_URL", "REPO_URL", "COMMENTS_ENABLED")

@@ -4,7 +4,7 @@
   only the ``search`` plugin, no ``custom_dir``; the nav the content hook would
   build (stages from data/route.yml) written out statically; figure markers
   replaced by the same image Markdown the figure hook emits, with the generated
-  SVGs copied into the docs folder, and KaTeX copied in as plain files.
+  SVGs copied into the docs folder (KaTeX comes along: it is vendored in docs/).
 - *nofig*: the project without ``scripts/hook_figures.py`` and otherwise identical
   output (same figure Markdown, SVGs as ordinary docs files).
 
@@ -33,7 +33,6 @@ BASELINE_CONFIG = "mkdocs.baseline.yml"
 BASELINE_DOCS = "docs-baseline"
 NOFIG_CONFIG = "mkdocs.nofig.yml"
 _MARKER = MARKER  # the build's own pattern (sitelib.figures.registry)
-KATEX_PATTERNS = ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js", "fonts/*.woff2")
 
 
 @cache
@@ -85,15 +84,6 @@ def copy_figures(site_dir: Path, docs: Path) -> int:
     return len(files)
 
 
-def copy_katex(root: Path, docs: Path) -> None:
-    katex = (root / "node_modules" / "katex" / "dist").resolve()
-    for pattern in KATEX_PATTERNS:
-        for path in katex.glob(pattern):
-            dest = docs / "assets" / "vendor" / "katex" / path.relative_to(katex)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, dest)
-
-
 def _route_section(nav: list[Any], route_page: str = "route.md") -> list[Any] | None:
     """The nav list that holds the route page (as scripts/hook_content.py finds it)."""
     for item in nav:
@@ -134,7 +124,6 @@ def prepare_baseline(ws: Workspace, site_dir: Path) -> Path:
     shutil.copytree(ws.docs, docs)
     inline_figures(docs, ws.root / "code")
     copy_figures(site_dir, docs)
-    copy_katex(ws.root, docs)
     empty = ws.root / "overrides-empty"
     empty.mkdir(exist_ok=True)
     return write_child_config(
