@@ -11,21 +11,22 @@
 #
 # 这个实验配合文章[《Transformer 与注意力机制》](../articles/transformer-attention.md)阅读，最好先做完上一个实验[《一步一步算注意力》](attention_lab.ipynb)。
 #
-# 上一个实验里，注意力的权重是随机的。这一次我们在 CPU 上花十几秒训练一个很小的 Transformer，然后打开它，看每个注意力头到底学会了做什么。我们不靠猜：先给每个头算几个「分数」，再根据分数下结论，最后把头关掉，看模型是不是真的离不开它。
+# 上一个实验里，注意力的权重是随机的。这一次我们在 CPU 上训练一个很小的 Transformer，然后打开它，看每个注意力头到底学会了做什么。我们不靠猜：先给每个头算几个「分数」，再根据分数下结论，最后把头关掉，看模型是不是真的离不开它。文章里那张「训练过的注意力头」的图，用的就是这里的同一个模型。
 #
-# 页面上的数字和图都是构建网站时实际运行得到的（随机种子固定）。下载这个 Notebook 后，放在仓库里的任意目录下都能直接运行。
+# 页面上的数字和图都是构建网站时实际运行得到的（随机种子固定）。
 
 # %%
-# 准备工作：从当前目录往上找到仓库根目录（含 code/attention.py 的那一层），把 code/ 加入导入路径
+# 准备工作：找到实验要导入的代码（attention.py 等），把它所在的目录加入导入路径。
+# 从网站下载的 Notebook 比这里多一格，把这些文件写到了旁边的 llm_code/ 里；在仓库里运行时用仓库的 code/ 目录
 import sys
 from pathlib import Path
 
-root = Path.cwd().resolve()
-while not (root / "code" / "attention.py").is_file():
-    if root.parent == root:
-        raise RuntimeError("没找到仓库的 code/ 目录：请在仓库里的某个目录下运行这个 Notebook")
-    root = root.parent
-sys.path.insert(0, str(root / "code"))
+here = Path.cwd().resolve()
+places = [here / "llm_code"] + [folder / "code" for folder in (here, *here.parents)]
+code_dir = next((p for p in places if (p / "attention.py").is_file()), None)
+if code_dir is None:
+    raise RuntimeError("没找到代码文件：请从网站下载完整的 Notebook，或者在仓库里的某个目录下运行")
+sys.path.insert(0, str(code_dir))
 
 import figkit  # 全站共用的绘图工具：中文字体、配色
 import matplotlib.pyplot as plt
@@ -34,11 +35,13 @@ from tiny_transformer import (
     SCORE_NAMES,
     TinyConfig,
     TinyTransformer,
+    format_score,
     head_scores,
     make_repeat_batch,
     name_head,
+    pretrained,
     repeat_metrics,
-    train,
+    train,  # noqa: F401 （第 9 节的练习用它重新训练）
 )
 
 # %matplotlib inline
@@ -88,10 +91,13 @@ print("每层注意力权重的形状:", [tuple(w.shape) for w in model.attentio
 # ## 3. 训练
 #
 # 训练 1000 步，每步 64 条序列，优化器是 AdamW。损失只在「能靠照抄猜对」的位置上算：前一半是随机词，把它们算进来只会给训练添噪声（`train(..., loss_on="all")` 可以试试算上它们会怎样）。
+#
+# 这个模型就是 `code/tiny_transformer.py` 里的 `train_reference()`：上面这个配置，种子 0，训练 1000 步。构建网站时它只训练一次，存进缓存，文章里的图和这个实验读的是同一份参数，下面的 `pretrained()` 直接读取它。下载的 Notebook 没有这份缓存，`pretrained()` 就现场训练，并打印用了多少时间；种子相同、都用单线程，得到的参数和网站上的一样，后面的数字也应当一样。
 
 # %%
-history = train(model, steps=1000, seed=0)
-print(f"训练用时 {history.seconds:.1f} s")
+model, history = pretrained()  # 想换参数重新训练（见第 9 节），把这一行换成：history = train(model, steps=1000, seed=0)
+cfg = model.cfg
+print(f"训练了 {len(history.loss)} 步")
 print(f"最后 50 步的平均损失 {sum(history.loss[-50:]) / 50:.3f}，"
       f"重复部分的平均准确率 {sum(history.repeat_acc[-50:]) / 50:.1%}")
 
@@ -220,15 +226,16 @@ for layer, w in enumerate(weights):
         scores = {k: s[k][h].item() for k in SCORE_NAMES}
         table.append((layer, h, scores, name_head(scores, THRESHOLD)))
 
-# 对齐表格：一个汉字在等宽字体里占两个字符宽
+# 对齐表格：一个汉字在等宽字体里占两个字符宽。分数写两位小数；离门槛太近、四舍五入后会看错结论的，多写几位
 header = "".join(" " * (8 - 2 * len(SCORE_NAMES[k])) + SCORE_NAMES[k] for k in SCORE_NAMES)
 print(" " * 17 + header + "   判断")
 for layer, h, scores, name in table:
-    print(f"第 {layer} 层 第 {h} 个头" + "".join(f"{scores[k]:8.2f}" for k in SCORE_NAMES) + f"   {name}")
-print("均匀注意力" + " " * 7 + "".join(f"{baseline[k]:8.2f}" for k in SCORE_NAMES) + "   （对照）")
+    cells = "".join(f"{format_score(scores[k], THRESHOLD):>8}" for k in SCORE_NAMES)
+    print(f"第 {layer} 层 第 {h} 个头" + cells + f"   {name}")
+print("均匀注意力" + " " * 7 + "".join(f"{format_score(baseline[k], THRESHOLD):>8}" for k in SCORE_NAMES) + "   （对照）")
 
 # %% [markdown]
-# 门槛定为 0.3：均匀注意力的「前一个词」得分约 0.15、「归纳」得分约 0.08（见表中最后一行），0.3 是前者的 2 倍、后者的近 4 倍，不是随便分一分就能达到的。`name_head` 按得分最高的一项给头起名，最高分不到门槛就记为「没有明显分工」。
+# 门槛定为 0.3：均匀注意力的「前一个词」得分约 0.15、「归纳」得分约 0.08（见表中最后一行），0.3 是前者的 2 倍、后者的近 4 倍，不是随便分一分就能达到的。`name_head` 按得分最高的一项给头起名，最高分不到门槛（小于 0.3）就记为「没有明显分工」。表里的分数一般写两位小数；要是四舍五入会让一个分数看起来跨过了门槛（比如 0.2996 写成 0.30），`format_score` 就多写几位，让你按印出来的数自己判断时，结论和程序的一样。
 
 # %% [markdown]
 # ## 7. 结论：从分数读出来
@@ -263,10 +270,11 @@ else:
 
 best_prev = max(table, key=lambda row: row[2]["previous"])
 best_ind = max(table, key=lambda row: row[2]["induction"])
-print(f"前一个词得分最高的是第 {best_prev[0]} 层第 {best_prev[1]} 个头：{best_prev[2]['previous']:.2f}"
-      f"（均匀注意力 {baseline['previous']:.2f}），它另有 {best_prev[2]['self']:.2f} 的注意力落在自己身上。")
-print(f"归纳得分最高的是第 {best_ind[0]} 层第 {best_ind[1]} 个头：{best_ind[2]['induction']:.2f}"
-      f"（均匀注意力 {baseline['induction']:.2f}）。")
+print(f"前一个词得分最高的是第 {best_prev[0]} 层第 {best_prev[1]} 个头：{format_score(best_prev[2]['previous'])}"
+      f"（均匀注意力 {format_score(baseline['previous'])}），"
+      f"它另有 {format_score(best_prev[2]['self'])} 的注意力落在自己身上。")
+print(f"归纳得分最高的是第 {best_ind[0]} 层第 {best_ind[1]} 个头：{format_score(best_ind[2]['induction'])}"
+      f"（均匀注意力 {format_score(baseline['induction'])}）。")
 
 # %% [markdown]
 # ## 8. 关掉它们试试
@@ -301,40 +309,68 @@ def accuracy_without(heads: list[tuple[int, int]]) -> float:
 
 
 all_heads = [(layer, h) for layer in range(cfg.n_layers) for h in range(cfg.n_heads)]
+NEEDED = 0.9  # 关掉之后准确率低于 90%，才说模型「离不开」这个头（或这几个头）
+HALF = 0.5
 full = accuracy_without([])
-print(f"完整的模型：准确率 {full:.1%}")
+print(f"完整的模型：准确率 {full:.1%}；门槛 {NEEDED:.0%}")
 single = {head: accuracy_without([head]) for head in all_heads}
 for (layer, h), acc in single.items():
-    print(f"只关掉第 {layer} 层第 {h} 个头：{acc:.1%}")
+    print(f"只关掉第 {layer} 层第 {h} 个头：{format_score(acc, NEEDED, 1, percent=True)}")
 by_layer = {
     layer: accuracy_without([(lay, h) for lay, h in all_heads if lay == layer]) for layer in range(cfg.n_layers)
 }
 for layer, acc in by_layer.items():
-    print(f"关掉第 {layer} 层的全部 {cfg.n_heads} 个头：{acc:.1%}")
+    print(f"关掉第 {layer} 层的全部 {cfg.n_heads} 个头：{format_score(acc, HALF, 1, percent=True)}")
 chance = 1 / (cfg.vocab_size - 1)
 print(f"（随便猜的准确率约 {chance:.1%}）")
 
+# %% [markdown]
+# 单独关掉一个头影响不大，可能是因为它本来就没什么用，也可能是同一层还有别的头在做同样的事、替它顶上了。要分清这两种情况，就得把同一层的头**两两一起**关掉：如果两个头各自关掉都没关系，一起关掉准确率却掉到门槛以下，那它们就是在互相顶替。
+
 # %%
-worst_single = min(single.values())
-if worst_single > full - 0.1:
-    print(f"关掉任何一个头，准确率最多降到 {worst_single:.1%}：同一层的几个头做着差不多的事，可以互相顶替。")
+pairs = {
+    (layer, a, b): accuracy_without([(layer, a), (layer, b)])
+    for layer in range(cfg.n_layers)
+    for a in range(cfg.n_heads)
+    for b in range(a + 1, cfg.n_heads)
+}
+for layer in range(cfg.n_layers):
+    shown = "  ".join(f"头 {a}+{b}：{format_score(acc, NEEDED, 1, percent=True)}"
+                      for (lay, a, b), acc in pairs.items() if lay == layer)
+    print(f"第 {layer} 层，两个头一起关掉：{shown}")
+
+# %%
+# 下面的结论由上面的准确率生成，门槛是 90%
+needed = [head for head, acc in single.items() if acc < NEEDED]
+if needed:
+    for layer, h in needed:
+        print(f"只关掉第 {layer} 层第 {h} 个头，准确率就降到 {format_score(single[(layer, h)], NEEDED, 1, percent=True)}"
+              f"（低于 {NEEDED:.0%}）：模型离不开它。")
 else:
-    print(f"有的头单独关掉就会让准确率降到 {worst_single:.1%}：模型离不开它。")
-if all(acc < 0.5 for acc in by_layer.values()):
-    print("而关掉任意一整层，准确率都掉到一半以下：两层缺一不可，和「两步配合」的猜想一致。")
+    worst = min(single.values())
+    print(f"关掉任何一个头，准确率都不低于 {NEEDED:.0%}（最低 {format_score(worst, NEEDED, 1, percent=True)}）：单个头都不是必需的。")
+backups = [(layer, a, b, acc) for (layer, a, b), acc in pairs.items()
+           if acc < NEEDED and single[(layer, a)] >= NEEDED and single[(layer, b)] >= NEEDED]
+for layer, a, b, acc in backups:
+    print(f"第 {layer} 层的头 {a} 和头 {b}：单独关掉哪一个准确率都不低于 {NEEDED:.0%}，"
+          f"一起关掉降到 {format_score(acc, NEEDED, 1, percent=True)}：它们可以互相顶替。")
+if not backups:
+    print(f"没有哪一对头是「各自关掉都不低于 {NEEDED:.0%}、一起关掉就低于 {NEEDED:.0%}」的：从这组实验看不出头之间互相顶替。")
+if all(acc < HALF for acc in by_layer.values()):
+    print(f"而关掉任意一整层，准确率都低于 {HALF:.0%}：两层缺一不可，和「两步配合」的猜想一致。")
 else:
-    kept = [layer for layer, acc in by_layer.items() if acc >= 0.5]
-    print(f"关掉第 {'、'.join(map(str, kept))} 层后准确率仍在一半以上：这一层不是必需的，和猜想不完全一致。")
+    kept = [layer for layer, acc in by_layer.items() if acc >= HALF]
+    print(f"关掉第 {'、'.join(map(str, kept))} 层后准确率仍不低于 {HALF:.0%}：这一层不是必需的，和猜想不完全一致。")
 
 # %% [markdown]
 # ## 9. 动手试试
 #
-# 改动下面的参数，从第 2 节重新运行（在两核的 CPU 上训练一次通常只要十几秒）：
+# 改动下面的参数，把第 3 节的 `pretrained()` 换成 `train(...)`，从第 1 节重新运行。每训练一次要等一会儿：用时和你的机器有关，下载的 Notebook 第一次运行时打印的「训练用时」可以作参考。
 #
-# 1. **只用一层**：`TinyConfig(n_layers=1)`。一层注意力还能学会照抄吗？打分表会变成什么样？
-# 2. **固定长度**：`train(model, half_len=12)`。训练准确率照样很高，但第 4 节换成别的长度时呢？看看第 0 层的头在看哪里。
-# 3. **在整条序列上算损失**：`train(model, loss_on="all")`。同样 1000 步，归纳头还来得及出现吗？
-# 4. **一层只有一个头**：`TinyConfig(n_heads=1)`。第 8 节关掉一个头会怎样？
-# 5. **换成可学习的位置嵌入**：`TinyConfig(positions="learned")`，比较第 0 层的前一个词得分。
+# 1. **只用一层**：第 1 节改成 `cfg = TinyConfig(n_layers=1)`。一层注意力还能学会照抄吗？打分表会变成什么样？
+# 2. **固定长度**：`history = train(model, half_len=12)`。训练准确率照样很高，但第 4 节换成别的长度时呢？看看第 0 层的头在看哪里。
+# 3. **在整条序列上算损失**：`history = train(model, loss_on="all")`。同样 1000 步，归纳头还来得及出现吗？
+# 4. **一层只有一个头**：`cfg = TinyConfig(n_heads=1)`。第 8 节关掉一个头会怎样？
+# 5. **换成可学习的位置嵌入**：`cfg = TinyConfig(positions="learned")`，比较第 0 层的前一个词得分。
 #
 # 回到文章：[《Transformer 与注意力机制》](../articles/transformer-attention.md)

@@ -11,20 +11,21 @@
 #
 # 这个实验配合文章[《Transformer 与注意力机制》](../articles/transformer-attention.md)阅读。文章把公式拆开讲了一遍，这里我们拿一句很短的中文，亲手把缩放点积注意力算出来：先算出 Q、K、V，再依次做打分、缩放、softmax 和加权求和，每一步都打印张量的形状；然后看因果掩码改变了什么、多头注意力的形状怎样变化，最后和 PyTorch 自带的实现对一对答案。
 #
-# 页面上的输出是构建网站时实际运行得到的。点右上角的下载按钮可以拿到这个 Notebook，放在仓库里的任意目录下都能直接运行（第一个代码单元会自动找到仓库的 `code/` 目录）。
+# 页面上的输出是构建网站时实际运行得到的。
 
 # %%
-# 准备工作：从当前目录往上找到仓库根目录（含 code/attention.py 的那一层），把 code/ 加入导入路径
+# 准备工作：找到实验要导入的代码（attention.py 等），把它所在的目录加入导入路径。
+# 从网站下载的 Notebook 比这里多一格，把这些文件写到了旁边的 llm_code/ 里；在仓库里运行时用仓库的 code/ 目录
 import math
 import sys
 from pathlib import Path
 
-root = Path.cwd().resolve()
-while not (root / "code" / "attention.py").is_file():
-    if root.parent == root:
-        raise RuntimeError("没找到仓库的 code/ 目录：请在仓库里的某个目录下运行这个 Notebook")
-    root = root.parent
-sys.path.insert(0, str(root / "code"))
+here = Path.cwd().resolve()
+places = [here / "llm_code"] + [folder / "code" for folder in (here, *here.parents)]
+code_dir = next((p for p in places if (p / "attention.py").is_file()), None)
+if code_dir is None:
+    raise RuntimeError("没找到代码文件：请从网站下载完整的 Notebook，或者在仓库里的某个目录下运行")
+sys.path.insert(0, str(code_dir))
 
 import figkit  # 全站共用的绘图工具：中文字体、配色
 import matplotlib.pyplot as plt
@@ -214,11 +215,14 @@ for d in dims:
           f"缩放后 {(dot / math.sqrt(d)).std():.2f}")
 
 # %% [markdown]
-# 分数越大，softmax 越接近「只挑最大的那一个」：一行里最大的权重趋近 1，其余趋近 0，这就叫**饱和**。饱和时 softmax 的梯度几乎为 0，模型很难学。下面对不同的 `d_k` 各取 500 个查询、每个查询 16 个键，比较缩放和不缩放时「每行最大权重」的平均值，以及 softmax 对分数的梯度大小。
+# 分数越大，softmax 越接近「只挑最大的那一个」：一行里最大的权重趋近 1，其余趋近 0，这就叫**饱和**。饱和的那一行，softmax 对分数的梯度几乎为 0，误差传不回去，模型很难学。下面对不同的 `d_k` 各取 500 个查询、每个查询 16 个键，比较缩放和不缩放时「每行最大权重」的平均值，以及梯度几乎为 0（范数小于 0.01）的行占多少。只看梯度的平均值会看漏：少数还没饱和的行会把平均值撑起来，所以两个都打印出来。
 
 # %%
-def saturation(d: int, scale: float | None, n_keys: int = 16, trials: int = 500) -> tuple[float, float]:
-    """返回 (每行最大权重的平均值, softmax 对分数的梯度的平均范数)。"""
+NEAR_ZERO = 0.01  # 梯度的范数小于它，就算「几乎为 0」
+
+
+def saturation(d: int, scale: float | None, n_keys: int = 16, trials: int = 500) -> tuple[float, float, float]:
+    """返回 (每行最大权重的平均值, 每行梯度范数的平均值, 梯度几乎为 0 的行所占比例)。"""
     q = torch.randn(trials, 1, d)
     k = torch.randn(trials, n_keys, d)
     s = q @ k.transpose(-2, -1) * (1 / math.sqrt(d) if scale is None else scale)
@@ -226,29 +230,36 @@ def saturation(d: int, scale: float | None, n_keys: int = 16, trials: int = 500)
     w = torch.softmax(s, dim=-1)
     # 用一个随机的下游损失求梯度，看梯度能不能传回分数
     (w * torch.randn_like(w)).sum().backward()
-    return w.max(dim=-1).values.mean().item(), s.grad.norm(dim=-1).mean().item()
+    grad = s.grad.norm(dim=-1)  # 每个查询一行
+    return w.max(dim=-1).values.mean().item(), grad.mean().item(), (grad < NEAR_ZERO).float().mean().item()
 
 
 rows = {name: [saturation(d, scale) for d in dims] for name, scale in [("缩放", None), ("不缩放", 1.0)]}
-print("  d_k   缩放：最大权重  梯度    不缩放：最大权重  梯度")
-for d, (m1, g1), (m2, g2) in zip(dims, rows["缩放"], rows["不缩放"], strict=True):
-    print(f"{d:>5}         {m1:.2f}     {g1:.3f}            {m2:.2f}     {g2:.3f}")
+print("         ------------ 缩放 ------------    ----------- 不缩放 -----------")
+print("  d_k    最大权重  梯度均值  梯度≈0 的行    最大权重  梯度均值  梯度≈0 的行")
+for d, (m1, g1, z1), (m2, g2, z2) in zip(dims, rows["缩放"], rows["不缩放"], strict=True):
+    print(f"{d:>5}      {m1:.2f}     {g1:.3f}       {z1:5.1%}        {m2:.2f}     {g2:.3f}       {z2:5.1%}")
 
 fig, axes = figkit.new_figure(ncols=2)
 for name, values in rows.items():
-    axes[0].plot(dims, [m for m, _ in values], marker="o", label=f"{name}（除以 √d_k）" if name == "缩放" else name)
-    axes[1].plot(dims, [g for _, g in values], marker="o", label=name)
+    label = f"{name}（除以 √d_k）" if name == "缩放" else name
+    axes[0].plot(dims, [m for m, _, _ in values], marker="o", label=label)
+    axes[1].plot(dims, [100 * z for _, _, z in values], marker="o", label=label)
 for ax in axes:
     figkit.plain_log_axis(ax, "x", ticks=dims)
     ax.set_xlabel("d_k")
 axes[0].set_ylabel("每行最大权重的平均值")
 axes[0].set_ylim(0, 1.05)
 axes[0].legend()
-axes[1].set_ylabel("梯度的平均范数（对数坐标）")
-figkit.plain_log_axis(axes[1], "y", ticks=[0.03, 0.1, 0.3])
-axes[0].set_title("不缩放时 softmax 饱和")
-axes[1].set_title("饱和后梯度消失")
+axes[1].set_ylabel(f"梯度范数 < {NEAR_ZERO} 的行（%）")
+axes[1].set_ylim(0, 100)
+axes[0].set_title("每行最大的权重")
+axes[1].set_title("梯度几乎为 0 的行")
 plt.show()
+
+(_, g_scaled, z_scaled), (_, g_raw, z_raw) = rows["缩放"][-1], rows["不缩放"][-1]
+print(f"d_k = {dims[-1]}：不缩放时 {z_raw:.0%} 的行梯度几乎为 0，缩放后是 {z_scaled:.0%}；"
+      f"不缩放时梯度的平均值是 {g_raw:.3f}（缩放后 {g_scaled:.3f}），它主要来自还没饱和的那 {1 - z_raw:.0%} 的行。")
 
 # %% [markdown]
 # 同一组随机 Q、K，在 `d_k = 256` 时分别缩放和不缩放，权重矩阵长这样：
@@ -263,7 +274,7 @@ fig, axes = figkit.new_figure(ncols=2)
 figkit.heatmap(axes[0], w_scaled, vmax=1.0, colorbar=False)
 axes[0].set_title(f"除以 √{d_try}")
 figkit.heatmap(axes[1], w_raw, vmax=1.0)
-axes[1].set_title("不缩放：几乎每行只剩一个亮点")
+axes[1].set_title(f"不缩放：每行最大权重平均 {w_raw.max(dim=-1).values.mean():.2f}")
 plt.show()
 print(f"每行最大权重：缩放 {w_scaled.max(dim=-1).values.mean():.2f}，不缩放 {w_raw.max(dim=-1).values.mean():.2f}")
 

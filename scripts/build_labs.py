@@ -3,9 +3,11 @@
     python scripts/build_labs.py             # execute what is out of date
     python scripts/build_labs.py --force     # execute everything
     python scripts/build_labs.py --only attention_lab
-    python scripts/build_labs.py --list      # labs, their code/ dependencies, cache state
+    python scripts/build_labs.py --list      # labs, the code/ definitions and artifacts they use, cache state
 
-Executed notebooks are cached under .cache/labs/ (see scripts/sitelib/labs.py);
+Stale build artifacts the labs use (the trained model) are computed first
+(scripts/build_artifacts.py). Executed notebooks are cached under .cache/labs/
+(see scripts/sitelib/labs.py);
 MkDocs runs the same pipeline from scripts/hook_labs.py and publishes them as
 labs/<name>.ipynb pages.
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sitelib import labs
+from sitelib import artifacts, labs
 from sitelib.paths import rel
 
 
@@ -41,12 +43,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for item in items:
             state = "已缓存" if item.cached else "需执行"
-            deps = ", ".join(rel(p) for p in labs.dependencies(item.lab)) or "（无）"
-            print(f"{item.lab.name}  [{state}]  {item.lab.where}\n    依赖：{deps}")
+            deps = labs.dependencies(item.lab)
+            files = ", ".join(rel(p) for p in deps) or "（无）"
+            print(f"{item.lab.name}  [{state}]  {item.lab.where}\n    依赖：{files}")
+            for path, names in deps.items():
+                print(f"      {rel(path)}：{', '.join(names)}")
+            used = [f"{a.name}（{item.key.inputs[f'artifact:{a.name}']}）" for a in labs.uses_artifacts(item.lab)]
+            print(f"    构建产物：{'、'.join(used) or '（无）'}")
         return 0
     try:
         labs.run(items)
-    except labs.LabError as exc:
+    except (labs.LabError, artifacts.ArtifactError) as exc:
         print(f"错误：{exc}", file=sys.stderr)
         return 1
     print(f"缓存目录：{rel(labs.ROOT_DIR)}")

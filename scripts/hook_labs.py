@@ -4,12 +4,16 @@
   executes the stale ones in a subprocess (``scripts/build_labs.py``; a cell
   that raises stops the build with the lab, the cell and the error) and adds
   each executed notebook as the generated file ``labs/<name>.ipynb``, which
-  mkdocs-jupyter (``include: ["labs/*.ipynb"]``, ``execute: false``) renders.
+  mkdocs-jupyter (``include: ["labs/*.ipynb"]``, ``execute: false``) renders;
+  and the notebook offered for download, ``labs/<name>/<name>.ipynb``: the
+  executed one with a first cell that writes the ``code/`` files it imports
+  (``labs.published``; mkdocs-jupyter's ``include_source`` is off).
 - on_page_content, lab pages only: drops what mkdocs-jupyter inlines in front
   of the notebook (about 600 KB of JupyterLab CSS, MathJax and mermaid loaders,
   a clipboard script); code cells become Material code blocks (its highlighting
   and copy button); headings get readable ids and a matching table of contents;
-  ``.md`` / ``.ipynb`` links are resolved like Markdown links; a download button.
+  ``.md`` / ``.ipynb`` links are resolved like Markdown links; a download button
+  and, under the title, a visible download link saying what the notebook needs.
 - on_post_page: lab pages link the shared trimmed stylesheet
   ``assets/stylesheets/lab.css``.
 - on_page_context: the edit button points at ``labs/<name>.py``.
@@ -43,6 +47,8 @@ DOWNLOAD_ICON = (
 )
 
 _labs: dict[str, labs.Lab] = {}  # by site uri (labs/<name>.ipynb)
+_downloads: dict[str, Any] = {}  # lab uri -> the generated download File
+_bundled: dict[str, list[str]] = {}  # lab uri -> names of the code files inside the download
 
 
 def _execute(names: list[str]) -> None:
@@ -55,14 +61,14 @@ def _execute(names: list[str]) -> None:
 
 @event_priority(50)  # after hook_content (100), before mkdocs-jupyter (0) wraps the notebook files
 def on_files(files: Any, config: Any) -> Any:
-    global _labs
+    global _labs, _downloads, _bundled
     found = labs.discover()
     items = labs.plan(list(found.values()))
     stale = [item.lab.name for item in items if not item.cached]
     if stale:
         _execute(stale)
         items = labs.plan(list(found.values()))
-    _labs = {}
+    _labs, _downloads, _bundled = {}, {}, {}
     for item in items:
         path = item.notebook()
         if not path.is_file():
@@ -74,6 +80,11 @@ def on_files(files: Any, config: Any) -> Any:
         file.src_dir = str(path.parent.parent)
         files.append(file)
         _labs[item.lab.uri] = item.lab
+        download = File.generated(config, f"{labs.LABS_DIR}/{item.lab.name}/{item.lab.name}.ipynb",
+                                  content=labs.published(path, item.lab))
+        files.append(download)
+        _downloads[item.lab.uri] = download
+        _bundled[item.lab.uri] = [p.name for p in labs.code_files(item.lab)]
     return files
 
 
@@ -182,11 +193,30 @@ def on_page_content(html_content: str, page: Any, config: Any, files: Any) -> st
         return html_content
     body = _links(_headings(trim(html_content), page), page, files)
     body = _alt_texts(body, page.title or lab.name)
-    download = (
-        f'<a href="{lab.name}.ipynb" download class="md-content__button md-icon" '
-        f'title="下载这个 Notebook（.ipynb），在仓库里运行">{DOWNLOAD_ICON}</a>'
+    href = html.escape(_downloads[page.file.src_uri].url_relative_to(page.file))
+    button = (
+        f'<a href="{href}" download class="md-content__button md-icon" '
+        f'title="下载这个 Notebook（.ipynb），在任意文件夹里运行">{DOWNLOAD_ICON}</a>'
     )
-    return f'{download}\n<div class="llm-lab">{body}</div>'
+    body = _download_note(body, href, _bundled[page.file.src_uri])
+    return f'{button}\n<div class="llm-lab">{body}</div>'
+
+
+def _download_note(body: str, href: str, bundled: list[str]) -> str:
+    """A visible download link right under the lab's title: what the notebook needs and what it writes."""
+    files = "、".join(f"<code>{html.escape(name)}</code>" for name in bundled)
+    note = (
+        f'<p class="llm-lab-download"><a class="md-button md-button--primary" href="{href}" download>'
+        f'<span class="twemoji">{DOWNLOAD_ICON}</span> 下载这个 Notebook（.ipynb）</a></p>\n'
+        "<p>下载后放进任意一个文件夹，用 Jupyter 打开，从头运行即可，只需要装好 torch、numpy 和 matplotlib。"
+        f"它的第一格会把实验用到的 {len(bundled)} 个代码文件（{files}，和仓库 <code>code/</code> 目录里的一样）"
+        f"写到旁边的 <code>{labs.BUNDLE_DIR}/</code> 目录里。</p>"
+    )
+    end = body.find("</h1>")
+    if end < 0:
+        return note + body
+    end += len("</h1>")
+    return body[:end] + "\n" + note + body[end:]
 
 
 def on_page_context(context: Any, page: Any, config: Any, nav: Any) -> Any:

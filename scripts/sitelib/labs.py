@@ -1,13 +1,25 @@
 """Hands-on labs: jupytext sources in ``labs/``, executed once per change, cached.
 
 A lab is ``labs/<name>.py`` in jupytext's percent format. Its cache key is a
-hash of the lab source, the bytes of every ``code/`` module it imports
-(transitively, read from the AST: ``figures.deps.closure``), the versions of
-the libraries that run it, the kernel name and this pipeline's version. On a
-miss the lab is converted to a notebook, executed with nbclient (cwd = the
-repository root) and the executed ``.ipynb`` is committed atomically to
+hash of the lab source, the definitions of ``code/`` it really uses (followed
+through imports, compared without comments or docstrings:
+``figures.deps.definition_deps``), the keys of the build artifacts it uses (a
+trained model: ``artifacts``), the versions of the libraries that run it, the
+kernel name and this pipeline's version. On a miss the stale artifacts are
+computed, the lab is converted to a notebook, executed with nbclient (cwd =
+the repository root) and the executed ``.ipynb`` is committed atomically to
 ``.cache/labs/<name>/<key>/labs/<name>.ipynb`` (the ``labs/`` level lets
 mkdocs-jupyter's ``include: ["labs/*.ipynb"]`` match the cached file).
+
+Executed notebooks are byte-stable: cell ids are derived from the cells'
+content, timing metadata is dropped, consecutive stream outputs are merged
+(how the kernel happened to batch a cell's prints does not matter), and labs
+print no wall-clock values (the build log reports timings).
+
+The notebook offered for download (``published``) is built from the cached one
+at build time: a first code cell writes the ``code/`` files the lab imports,
+byte for byte as they are in the repository now, next to the notebook, so it
+runs outside the repository.
 
 Planning (``discover``, ``plan``) is cheap: no jupytext, nbclient or torch.
 """
@@ -27,11 +39,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import artifacts
 from .figures import cache as figure_cache
-from .figures.deps import closure
+from .figures.deps import closure, definition_deps
 from .paths import CACHE, CODE, ROOT, rel
 
-PIPELINE_VERSION = "1"
+PIPELINE_VERSION = "2"
 KERNEL = "python3"
 CELL_TIMEOUT = 300  # seconds per cell
 LABS_DIR = "labs"  # top-level folder of the sources, and the site folder of the notebooks
@@ -120,17 +133,30 @@ def library_versions() -> tuple[tuple[str, str], ...]:
 
 def key_for(lab: Lab, code_dir: Path = CODE, root: Path = ROOT) -> figure_cache.Key:
     inputs: dict[str, str] = {"pipeline": PIPELINE_VERSION, "kernel": KERNEL}
-    for path in closure(lab.source, code_dir):
-        kind = "lab" if path == lab.source.resolve() else "module"
-        inputs[f"{kind}:{rel(path, root)}"] = figure_cache.file_digest(path)
+    inputs[f"lab:{rel(lab.source, root)}"] = figure_cache.file_digest(lab.source)
+    found = definition_deps([(lab.source, None)], code_dir)
+    for path, digest in found.digests.items():
+        if path != lab.source.resolve():
+            inputs[f"defs:{rel(path, root)}"] = digest
+    inputs.update(artifacts.consumer_inputs(found.roots, code_dir, root))
     for name, version in library_versions():
         inputs[f"lib:{name}"] = version
     blob = json.dumps(inputs, sort_keys=True, ensure_ascii=False).encode()
     return figure_cache.Key(hashlib.sha256(blob).hexdigest()[:20], inputs)
 
 
-def dependencies(lab: Lab, code_dir: Path = CODE) -> list[Path]:
-    """The ``code/`` modules a lab imports, transitively."""
+def dependencies(lab: Lab, code_dir: Path = CODE) -> dict[Path, list[str]]:
+    """The files of ``code/`` whose definitions a lab uses, with those definitions' names."""
+    found = definition_deps([(lab.source, None)], code_dir)
+    return {p: names for p, names in found.names.items() if p != lab.source.resolve()}
+
+
+def uses_artifacts(lab: Lab, code_dir: Path = CODE) -> list[artifacts.Artifact]:
+    return artifacts.used_by(definition_deps([(lab.source, None)], code_dir).roots, code_dir)
+
+
+def code_files(lab: Lab, code_dir: Path = CODE) -> list[Path]:
+    """The files of ``code/`` a lab imports, transitively, whole: what a downloaded notebook needs."""
     return [p for p in closure(lab.source, code_dir) if p != lab.source.resolve()]
 
 
@@ -175,14 +201,49 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CELL_LINE = re.compile(r"Cell In\[\d+\], line (\d+)")
 
 
+def cell_ids(cells: list[Any]) -> None:
+    """Give every cell an id derived from its type and source (the same notebook -> the same ids)."""
+    seen: dict[str, int] = {}
+    for cell in cells:
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        base = hashlib.sha256(f"{cell['cell_type']}\0{source}".encode()).hexdigest()[:16]
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        cell["id"] = base if n == 0 else f"{base}-{n}"
+
+
+def merge_streams(outputs: list[Any]) -> list[Any]:
+    """Each run of consecutive stream outputs as one stdout output, then one stderr output.
+
+    The kernel flushes stdout and stderr on their own timers, so how a cell's prints are cut into
+    outputs, and how the two streams interleave, varies run to run; a plot or other display output
+    flushes both first, so the runs between them do not.
+    """
+    merged: list[Any] = []
+    run: dict[str, Any] = {}
+    for out in [*outputs, None]:
+        if out is not None and out.get("output_type") == "stream":
+            if out["name"] in run:
+                run[out["name"]]["text"] += out["text"]
+            else:
+                run[out["name"]] = out
+            continue
+        merged += [run[name] for name in ("stdout", "stderr") if name in run]
+        run = {}
+        if out is not None:
+            merged.append(out)
+    return merged
+
+
 def to_notebook(source: Path) -> Any:
-    """The lab as an (unexecuted) notebook with the python3 kernel."""
+    """The lab as an (unexecuted) notebook with the python3 kernel and content-derived cell ids."""
     import jupytext
 
     nb = jupytext.read(source, fmt="py:percent")
     nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3 (ipykernel)", "language": "python"}
     nb.metadata.setdefault("language_info", {"name": "python"})
     nb.metadata.pop("jupytext", None)  # the downloaded notebook stands on its own
+    cell_ids(nb.cells)
     return nb
 
 
@@ -234,21 +295,20 @@ def execute(item: Planned, root: Path = ROOT_DIR, cwd: Path = ROOT) -> Path:
             # The kernel logs a warning about plain-TCP transport on every start (loopback only): keep it quiet.
             extra_arguments=["--IPKernelApp.log_level=ERROR"],
         )
-        start = time.perf_counter()
         try:
             client.execute()
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
             raise LabError(_describe_failure(lab, nb, current["index"], exc)) from exc
-        seconds = time.perf_counter() - start
-        # Timing metadata differs run to run and means nothing to a reader: drop it.
+        # What differs run to run and means nothing to a reader: timing metadata, the batching of prints.
         for cell in nb.cells:
             cell.metadata.pop("execution", None)
+            if cell.cell_type == "code":
+                cell.outputs = merge_streams(cell.outputs)
         (staging / LABS_DIR).mkdir(parents=True)
         nbformat.write(nb, staging / LABS_DIR / f"{lab.name}.ipynb")
         (staging / "inputs.json").write_text(
             json.dumps(item.key.inputs, indent=1, sort_keys=True, ensure_ascii=False), encoding="utf-8"
         )
-        (staging / "run.json").write_text(json.dumps({"seconds": round(seconds, 2)}), encoding="utf-8")
         return figure_cache.commit_dir(staging, entry_dir(lab, item.key, root))
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -260,6 +320,12 @@ def run(items: list[Planned], root: Path = ROOT_DIR, cwd: Path = ROOT, out: Text
     out = out or sys.stdout
     figure_cache.clean_stale_staging(root)
     start, executed, cached = time.perf_counter(), 0, 0
+    needed: list[artifacts.Artifact] = []
+    for item in items:
+        if not item.cached:
+            needed += [a for a in uses_artifacts(item.lab) if a not in needed]
+    if any(not item.cached for item in items):
+        artifacts.ensure(needed, out)  # the kernels inherit LLM_ARTIFACT_<NAME>
     for item in items:
         t0 = time.perf_counter()
         if item.cached:
@@ -274,3 +340,57 @@ def run(items: list[Planned], root: Path = ROOT_DIR, cwd: Path = ROOT, out: Text
     print(f"共 {len(items)} 个动手实验：{executed} 个重新执行，{cached} 个来自缓存，用时 {total:.2f} s",
           file=out, flush=True)
     return executed, cached
+
+
+# --------------------------------------------------------------------------- the notebook offered for download
+
+BUNDLE_DIR = "llm_code"  # next to the downloaded notebook; the labs' first code cell looks there too
+BUNDLE_TAG = "llm-code-files"
+
+
+def bundle_cell_source(files: dict[str, str]) -> str:
+    """A code cell that writes ``files`` ({file name: text}) into ``llm_code/`` next to the notebook."""
+    entries = "\n".join(f"        {name!r}: {text!r}," for name, text in files.items())
+    return f"""# 这一格是网站生成下载文件时加上的：把这个实验要导入的 {len(files)} 个代码文件
+# （仓库 code/ 目录里的原样内容）写到 Notebook 旁边的 {BUNDLE_DIR}/ 目录里，下一格从那里导入。
+# 已经存在而内容不同的文件不会被覆盖：那是你改过的版本，想恢复原样就删掉它，再运行这一格。
+def write_code_files():
+    from pathlib import Path
+
+    code_files = {{
+{entries}
+    }}
+    folder = Path("{BUNDLE_DIR}")
+    folder.mkdir(exist_ok=True)
+    for name, text in code_files.items():
+        path = folder / name
+        if not path.exists():
+            path.write_text(text, encoding="utf-8")
+        elif path.read_text(encoding="utf-8") != text:
+            print(f"保留你改过的 {{path}}（与下载时的版本不同）")
+    print(f"代码文件写在 {{folder.resolve()}}：" + "、".join(code_files))
+
+
+write_code_files()"""
+
+
+def published(executed: Path, lab: Lab, code_dir: Path = CODE) -> bytes:
+    """The notebook readers download: the executed one with a first code cell carrying the ``code/`` files.
+
+    The files are read now, so they match the repository even when only a comment changed since the
+    lab was executed (a change that, by design, does not execute it again). Plain JSON: no jupytext or
+    nbformat import in the MkDocs process.
+    """
+    nb = json.loads(executed.read_text(encoding="utf-8"))
+    files = {p.name: p.read_text(encoding="utf-8") for p in sorted(code_files(lab, code_dir))}
+    cell = {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {"jupyter": {"source_hidden": True}, "tags": [BUNDLE_TAG]},
+        "outputs": [],
+        "source": bundle_cell_source(files).splitlines(keepends=True),
+    }
+    first_code = next((i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"), len(nb["cells"]))
+    nb["cells"].insert(first_code, cell)
+    cell_ids(nb["cells"])
+    return (json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")

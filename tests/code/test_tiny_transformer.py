@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 from decimal import Decimal
@@ -193,6 +194,11 @@ def test_reference_model_forms_the_heads_the_article_names(reference) -> None:
     assert any(name_head(h) == "前一个词头" for h in scores[0]), scores[0]
     assert any(name_head(h) == "归纳头" for h in scores[1]), scores[1]
     assert not any(name_head(h) == "归纳头" for h in scores[0]), "induction needs the earlier layer"
+    # the sentence introducing the figure names the same heads in the same layers
+    article = (REPO / "docs" / "articles" / "transformer-attention.md").read_text(encoding="utf-8")
+    intro = article[: article.index("<!-- figure: multi-head-weights -->")].rstrip().rsplit("\n\n", 1)[-1]
+    assert "8 个头" in intro and "CPU 上训练的两层小模型" in intro, intro
+    assert re.search(r"第 0 层[^；。]*前一个词头", intro) and re.search(r"第 1 层[^。]*归纳头", intro), intro
     module = (REPO / "code" / "figures" / "transformer_attention.py").read_text(encoding="utf-8")
     declaration = module[module.index('"multi-head-weights"'):module.index("def multi_head_weights")]
     assert f"训练了 {REFERENCE_STEPS} 步" in declaration

@@ -4,6 +4,8 @@
   whose dependency sets differ (``lab_a`` imports ``lab_shared``; ``lab_b``
   imports ``lab_only_b``, which imports ``lab_shared``). They execute in about a
   second each, so cache behaviour is tested without training anything.
+  ``add_artifact_lab`` adds a cheap build artifact (``lab_model.py``: it counts
+  how often it is computed) and a lab that uses it.
 - ``executed_labs``: the real labs, executed once per session through
   ``scripts/build_labs.py`` (the repository's own cache: instant when warm).
 """
@@ -74,10 +76,11 @@ class LabRepo:
     def cache(self) -> Path:
         return self.root / ".cache" / "labs"
 
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "LLM_SITE_CACHE": str(self.root / ".cache")}
+    def run(self, *args: str, check: bool = True, script: str = "build_labs.py") -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "LLM_SITE_CACHE": str(self.root / ".cache"),
+               "LLM_ARTIFACT_CACHE": str(self.root / ".cache" / "artifacts")}
         proc = subprocess.run(
-            [sys.executable, str(self.root / "scripts" / "build_labs.py"), *args],
+            [sys.executable, str(self.root / "scripts" / script), *args],
             cwd=self.root, capture_output=True, text=True, encoding="utf-8", env=env, timeout=600,
         )
         if check and proc.returncode != 0:
@@ -97,6 +100,50 @@ class LabRepo:
     def notebooks(self) -> dict[str, Path]:
         """Cached executed notebooks by lab name."""
         return {p.stem: p for p in sorted(self.cache.glob("*/*/labs/*.ipynb"))}
+
+
+# A build artifact that is cheap to compute and counts how often it is computed (lab_model.computed).
+ARTIFACT_MODULE = '''"""测试用：一个构建产物。"""
+
+import os
+from pathlib import Path
+
+from lab_shared import VALUE
+
+BUILD_ARTIFACTS = {"lab-model": ("compute", "save")}
+ENV = "LLM_ARTIFACT_LAB_MODEL"
+COUNTER = Path(__file__).resolve().parent / "computed.txt"
+
+
+def compute():
+    COUNTER.write_text(COUNTER.read_text() + "x" if COUNTER.exists() else "x")
+    return VALUE * 100 + 7
+
+
+def save(path, value):
+    Path(path).write_text(str(value))
+
+
+def load_or_compute():
+    path = os.environ.get(ENV)
+    if path and Path(path).is_file():
+        return "缓存", int(Path(path).read_text())
+    return "现算", compute()
+
+
+def unrelated():
+    return 1
+'''
+
+LAB_MODEL = '''# %% [markdown]
+# # 动手实验：用构建产物
+
+''' + PREAMBLE + '''
+# %%
+import lab_model
+
+print("产物", *lab_model.load_or_compute())
+'''
 
 
 def status_lines(output: str) -> dict[str, str]:
@@ -120,6 +167,17 @@ def make_lab_repo(dest: Path) -> LabRepo:
     repo.write("labs/lab_a.py", LAB_A)
     repo.write("labs/lab_b.py", LAB_B)
     return repo
+
+
+def add_artifact_lab(repo: LabRepo) -> None:
+    repo.write("code/lab_model.py", ARTIFACT_MODULE)
+    repo.write("labs/lab_model_user.py", LAB_MODEL)
+
+
+def computed(repo: LabRepo) -> int:
+    """How many times the artifact lab-model was computed in this repository copy."""
+    counter = repo.root / "code" / "computed.txt"
+    return len(counter.read_text()) if counter.exists() else 0
 
 
 @pytest.fixture

@@ -82,7 +82,8 @@ def test_lab_page_content(built_site, name: str) -> None:
     links = [a["href"] for a in main.find_all("a", href=True) if not urlsplit(a["href"]).scheme]
     targets = {_resolve(built_site, f"labs/{name}/", h) for h in links if not h.startswith("#")}
     assert all(t is not None and t.is_file() for t in targets), links
-    assert built_site.dir / "articles" / "transformer-attention" / "index.html" in targets
+    articles = {t for t in targets if t.parent.parent == built_site.dir / "articles"}
+    assert articles, "the lab links to its article"
 
 
 @pytest.mark.parametrize("name", LABS)
@@ -96,6 +97,38 @@ def test_download_and_edit_buttons(built_site, name: str) -> None:
     assert any(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), "the download has outputs"
     edit = soup.select_one('a.md-content__button[rel="edit"]')
     assert edit is not None and edit["href"].endswith(f"/labs/{name}.py"), edit
+
+
+@pytest.mark.parametrize("name", LABS)
+def test_visible_download_link_under_the_title(built_site, name: str) -> None:
+    """Readers see where to get the notebook, what it needs and what it writes, right under the title."""
+    _, soup = _page(built_site, name)
+    main = soup.select_one("article.md-content__inner")
+    h1 = main.find("h1")
+    note = h1.find_next_sibling()
+    assert note is not None and "llm-lab-download" in note.get("class", []), note
+    link = note.select_one("a.md-button[download]")
+    assert link is not None and link["href"] == f"{name}.ipynb" and "下载这个 Notebook" in link.get_text()
+    explanation = note.find_next_sibling("p").get_text()
+    assert "torch、numpy 和 matplotlib" in explanation and "llm_code/" in explanation
+    from sitelib import labs
+
+    lab = labs.discover()[name]
+    bundled = [p.name for p in labs.code_files(lab)]
+    assert f"{len(bundled)} 个代码文件" in explanation and all(n in explanation for n in bundled)
+
+
+@pytest.mark.parametrize("name", LABS)
+def test_the_site_offers_the_self_contained_notebook(built_site, name: str) -> None:
+    """The .ipynb on the site is the executed notebook plus the cell carrying the code files (see
+    tests/labs/test_real_labs.py for running it outside the repository)."""
+    from sitelib import labs
+
+    lab = labs.discover()[name]
+    [item] = labs.plan([lab])
+    assert item.cached, "the build executed the lab"
+    served = (built_site.dir / "labs" / name / f"{name}.ipynb").read_bytes()
+    assert served == labs.published(item.notebook(), lab)
 
 
 def test_nav_and_route_show_lab_titles(built_site) -> None:
@@ -126,10 +159,11 @@ def test_nav_and_route_show_lab_titles(built_site) -> None:
 
 
 def test_article_links_to_both_labs(built_site) -> None:
+    """The attention article links to its two labs (other articles have their own)."""
     text = (built_site.dir / "articles" / "transformer-attention" / "index.html").read_text(encoding="utf-8")
     main = BeautifulSoup(text, "html.parser").select_one("article.md-content__inner")
     section = main.find(id="动手实验")
     assert section is not None
     hrefs = [a["href"] for a in section.find_all_next("a", href=True)]
-    for name in LABS:
+    for name in ("attention_lab", "attention_heads_lab"):
         assert f"../../labs/{name}/" in hrefs, hrefs

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from .conftest import BROKEN, IGNORE, ROOT, LabRepo, make_lab_repo, status_lines
+from .conftest import BROKEN, IGNORE, ROOT, LabRepo, add_artifact_lab, computed, make_lab_repo, status_lines
 
 
 def _outputs(path: Path) -> str:
@@ -38,7 +38,7 @@ def test_cold_run_then_nothing_to_do(lab_repo: LabRepo) -> None:
     assert lab_repo.notebooks() == notebooks, "the same cache entries are reused"
     entry = notebooks["lab_b"].parent.parent
     inputs = json.loads((entry / "inputs.json").read_text(encoding="utf-8"))
-    assert {"lab:labs/lab_b.py", "module:code/lab_only_b.py", "module:code/lab_shared.py"} <= set(inputs)
+    assert {"lab:labs/lab_b.py", "defs:code/lab_only_b.py", "defs:code/lab_shared.py"} <= set(inputs)
     assert inputs["kernel"] == "python3" and "lib:torch" in inputs and "lib:nbclient" in inputs
     assert not list(lab_repo.cache.glob(".tmp-*")), "no staging directory left behind"
 
@@ -47,17 +47,28 @@ def test_only_dependents_are_executed_again(lab_repo: LabRepo) -> None:
     lab_repo.run()
     before = lab_repo.notebooks()
 
-    # Only lab_b imports lab_only_b.
+    # Only lab_b imports lab_only_b; a new definition there that lab_b uses re-executes it.
     lab_repo.append("code/lab_only_b.py", "\nTRIPLE = 3 * VALUE\n")
+    out = lab_repo.run().stdout
+    assert status_lines(out) == {"lab_a": "缓存", "lab_b": "缓存"}, "lab_b does not use TRIPLE: " + out
+    lab_repo.append("labs/lab_b.py", '\n# %%\nprint("三倍", lab_only_b.TRIPLE)\n')
     out = lab_repo.run().stdout
     assert status_lines(out) == {"lab_a": "缓存", "lab_b": "执行"}, out
     after = lab_repo.notebooks()
     assert after["lab_a"] == before["lab_a"] and after["lab_b"] != before["lab_b"]
     assert not before["lab_b"].exists(), "the superseded entry is pruned"
 
-    # Both import lab_shared (lab_b through lab_only_b).
-    lab_repo.append("code/lab_shared.py", "\n# 改一行注释也算改动\n")
+    # Both use lab_shared.VALUE (lab_b through lab_only_b): changing its value re-executes both.
+    shared = lab_repo.root / "code" / "lab_shared.py"
+    shared.write_text(shared.read_text(encoding="utf-8").replace("VALUE = 21", "VALUE = 22"), encoding="utf-8")
     assert status_lines(lab_repo.run().stdout) == {"lab_a": "执行", "lab_b": "执行"}
+    assert "甲 22" in _outputs(lab_repo.notebooks()["lab_a"])
+
+    # A comment, a docstring or a function nobody uses: nothing to do.
+    lab_repo.append("code/lab_shared.py", "\n# 改一行注释不算改动\n\n\ndef unused():\n    return 0\n")
+    shared.write_text('"""测试用：换了一句说明。"""\n' + shared.read_text(encoding="utf-8").split("\n", 1)[1],
+                      encoding="utf-8")
+    assert set(status_lines(lab_repo.run().stdout).values()) == {"缓存"}
 
     # A lab's own source.
     lab_repo.append("labs/lab_a.py", '\n# %%\nprint("再来一个单元")\n')
@@ -66,7 +77,7 @@ def test_only_dependents_are_executed_again(lab_repo: LabRepo) -> None:
     assert "再来一个单元" in _outputs(lab_repo.notebooks()["lab_a"])
 
     # A module nobody imports, and a new mtime without new content: nothing to do.
-    lab_repo.append("code/positional_encoding.py", "\n")
+    lab_repo.append("code/positional_encoding.py", "\nX = 1\n")
     os.utime(lab_repo.root / "code" / "lab_shared.py")
     assert set(status_lines(lab_repo.run().stdout).values()) == {"缓存"}
 
@@ -76,6 +87,80 @@ def test_only_dependents_are_executed_again(lab_repo: LabRepo) -> None:
     after = lab_repo.notebooks()
     assert set(after) == set(before) and all(after[n].stat().st_mtime_ns > before[n] for n in after)
     assert not [p for p in lab_repo.cache.glob("*/.*")], "no set-aside entry left behind"
+
+
+def test_an_artifact_is_computed_once_and_read_by_the_lab(lab_repo: LabRepo) -> None:
+    add_artifact_lab(lab_repo)
+    out = lab_repo.run().stdout
+    assert status_lines(out) == {"lab_a": "执行", "lab_b": "执行", "lab_model_user": "执行"}, out
+    assert "[产物] lab-model" in out, "the build log reports the artifact and its time"
+    assert computed(lab_repo) == 1
+    assert "产物 缓存 2107" in _outputs(lab_repo.notebooks()["lab_model_user"]), "the kernel read the cached file"
+    entry = lab_repo.notebooks()["lab_model_user"].parent.parent
+    inputs = json.loads((entry / "inputs.json").read_text(encoding="utf-8"))
+    assert "artifact:lab-model" in inputs
+
+    # Edits that do not change what compute() runs: neither the artifact nor its lab is redone.
+    model = lab_repo.root / "code" / "lab_model.py"
+    text = model.read_text(encoding="utf-8")
+    model.write_text(text.replace("def unrelated():\n    return 1", "def unrelated():\n    return 2  # 无关")
+                     + "\n# 注释\n", encoding="utf-8")
+    lab_repo.append("code/lab_shared.py", "\n# 也只是注释\n")
+    assert set(status_lines(lab_repo.run().stdout).values()) == {"缓存"}
+    assert computed(lab_repo) == 1
+
+    # A change to what it computes: computed again, and only its user re-executed.
+    model.write_text(model.read_text(encoding="utf-8").replace("* 100 + 7", "* 100 + 8"), encoding="utf-8")
+    out = lab_repo.run().stdout
+    assert status_lines(out) == {"lab_a": "缓存", "lab_b": "缓存", "lab_model_user": "执行"}, out
+    assert computed(lab_repo) == 2
+    assert "产物 缓存 2108" in _outputs(lab_repo.notebooks()["lab_model_user"])
+    assert len(list((lab_repo.root / ".cache" / "artifacts" / "lab-model").iterdir())) == 1, "old entry pruned"
+
+    listing = lab_repo.run("--list", script="build_artifacts.py").stdout
+    assert "lab-model  [已缓存]" in listing and "实验 lab_model_user" in listing, listing
+
+
+def test_real_heads_lab_and_model_ignore_comments_and_unrelated_functions(tmp_path: Path) -> None:
+    """Editing a comment or an unrelated function in code/positional_encoding.py neither retrains the
+    reference model nor re-executes the heads lab; editing what the model uses does both."""
+    repo = make_lab_repo(tmp_path / "repo")
+    shutil.copytree(ROOT / "labs", repo.root / "labs", dirs_exist_ok=True, ignore=IGNORE)
+    script = (
+        "import json, sys; sys.path.insert(0, 'scripts')\n"
+        "from sitelib import artifacts, labs\n"
+        "a = artifacts.discover()['tiny-transformer']\n"
+        "lab = labs.discover()\n"
+        "print(json.dumps({'model': artifacts.key_for(a).digest,\n"
+        "                  **{n: labs.key_for(l).digest for n, l in lab.items()}}))\n"
+    )
+
+    def keys() -> dict[str, str]:
+        proc = subprocess.run([sys.executable, "-c", script], cwd=repo.root, capture_output=True, text=True,
+                              encoding="utf-8", timeout=120, env={**os.environ, "LLM_SITE_CACHE": str(tmp_path)})
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    module = repo.root / "code" / "positional_encoding.py"
+    original = module.read_text(encoding="utf-8")
+    before = keys()
+    assert set(before) >= {"model", "attention_heads_lab", "attention_lab"}
+    # a comment, a docstring line, and a change inside a function the model does not use (apply_rope)
+    edited = original.replace('"""三种位置编码', '"""3 种位置编码', 1) + "\n# 一处无关的注释\n"
+    start = edited.index("def apply_rope(")
+    body = edited.index('"""', edited.index('"""', start) + 3) + 3
+    edited = edited[:body] + "\n    _unused = 0  # 无关的改动" + edited[body:]
+    assert edited != original
+    module.write_text(edited, encoding="utf-8")
+    assert keys() == before
+
+    # what the model uses: the sinusoidal table
+    module.write_text(original.replace("pe[:, 0::2] = torch.sin(angles)", "pe[:, 0::2] = torch.sin(angles) * 1.0", 1),
+                      encoding="utf-8")
+    after = keys()
+    assert after["model"] != before["model"], "the reference model is trained again"
+    assert after["attention_heads_lab"] != before["attention_heads_lab"]
+    assert after["attention_lab"] == before["attention_lab"], "the attention lab does not use positional encoding"
 
 
 def test_a_failing_lab_stops_the_script_with_its_name_and_cell(lab_repo: LabRepo) -> None:
@@ -105,7 +190,7 @@ def test_list_and_unknown_names(lab_repo: LabRepo) -> None:
 
 
 def test_real_labs_have_different_dependency_sets() -> None:
-    """Editing code/tiny_transformer.py or positional_encoding.py re-executes only the heads lab."""
+    """Only the heads lab uses code/tiny_transformer.py, positional_encoding.py and the trained model."""
     if str(ROOT / "scripts") not in sys.path:
         sys.path.insert(0, str(ROOT / "scripts"))
     from sitelib import labs
@@ -113,9 +198,15 @@ def test_real_labs_have_different_dependency_sets() -> None:
 
     found = labs.discover()
     deps = {name: {rel(p) for p in labs.dependencies(lab)} for name, lab in found.items()}
-    assert deps["attention_lab"] == {"code/attention.py", "code/figkit.py", "code/multi_head_attention.py"}
+    assert {"code/attention.py", "code/figkit.py", "code/multi_head_attention.py"} <= deps["attention_lab"]
+    assert not {"code/tiny_transformer.py", "code/positional_encoding.py"} & deps["attention_lab"]
     assert {"code/tiny_transformer.py", "code/positional_encoding.py", "code/multi_head_attention.py",
-            "code/attention.py", "code/figkit.py"} == deps["attention_heads_lab"]
+            "code/attention.py", "code/figkit.py"} <= deps["attention_heads_lab"]
+    assert [a.name for a in labs.uses_artifacts(found["attention_heads_lab"])] == ["tiny-transformer"]
+    assert labs.uses_artifacts(found["attention_lab"]) == []
+    heads = labs.dependencies(found["attention_heads_lab"])
+    used = dict((rel(p), names) for p, names in heads.items())["code/positional_encoding.py"]
+    assert "sinusoidal_position_encoding" in used and "apply_rope" not in used
 
 
 @pytest.mark.slow
@@ -127,11 +218,12 @@ def test_a_failing_lab_stops_the_mkdocs_build(tmp_path: Path) -> None:
     (repo.root / "node_modules").symlink_to(ROOT / "node_modules")
     # the real labs too (the article links to them), with their cache entries when there are some
     shutil.copytree(ROOT / "labs", repo.root / "labs", dirs_exist_ok=True, ignore=IGNORE)
-    for kind in ("labs", "figures"):
+    for kind in ("labs", "figures", "artifacts"):
         if (ROOT / ".cache" / kind).is_dir():
             shutil.copytree(ROOT / ".cache" / kind, repo.root / ".cache" / kind, dirs_exist_ok=True)
     repo.write("labs/broken.py", BROKEN)
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "LLM_SITE_CACHE": str(repo.root / ".cache")}
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "LLM_SITE_CACHE": str(repo.root / ".cache"),
+           "LLM_ARTIFACT_CACHE": str(repo.root / ".cache" / "artifacts")}
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "-d", str(repo.root / "site")],
         cwd=repo.root, env=env, capture_output=True, text=True, encoding="utf-8", timeout=600,
