@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import TextIO
@@ -81,8 +81,12 @@ class ArtifactError(RuntimeError):
     pass
 
 
-def _declared(path: Path) -> list[Artifact]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+@lru_cache(maxsize=512)
+def _declared(path: Path, mtime_ns: int) -> tuple[Artifact, ...]:
+    text = path.read_text(encoding="utf-8")
+    if DECLARATION not in text:
+        return ()
+    tree = ast.parse(text, filename=str(path))
     found = []
     for node in tree.body:
         if not (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == DECLARATION
@@ -104,16 +108,14 @@ def _declared(path: Path) -> list[Artifact]:
             if missing:
                 raise ArtifactError(f"{where}: 产物 {name} 的函数 {'、'.join(missing)} 没有在 {rel(path)} 的顶层定义")
             found.append(Artifact(name, path.resolve(), pair[0], pair[1], node.lineno))
-    return found
+    return tuple(found)
 
 
 def discover(code_dir: Path = CODE) -> dict[str, Artifact]:
     """Every artifact declared in ``code_dir/*.py`` by name (a name declared twice is an error)."""
     found: dict[str, Artifact] = {}
     for path in sorted(code_dir.glob("*.py")):
-        if DECLARATION not in path.read_text(encoding="utf-8"):
-            continue
-        for artifact in _declared(path):
+        for artifact in _declared(path, path.stat().st_mtime_ns):
             if artifact.name in found:
                 raise ArtifactError(f"{artifact.where}: 产物 {artifact.name} 已在 {found[artifact.name].where} 声明过")
             found[artifact.name] = artifact

@@ -8,7 +8,6 @@ library versions in the cache key instead.
 from __future__ import annotations
 
 import ast
-import copy
 import hashlib
 import json
 from dataclasses import dataclass
@@ -29,13 +28,16 @@ def _imported_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _resolve(name: str, code_dir: Path) -> Path | None:
+def _resolve_file(name: str, code_dir: Path) -> Path | None:
     parts = name.split(".")
     base = code_dir.joinpath(*parts)
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate
     return None
+
+
+_resolve = _resolve_file
 
 
 @lru_cache(maxsize=512)
@@ -130,9 +132,6 @@ def function_deps(module: Path, function: str, code_dir: Path = CODE) -> list[Pa
 # compared by its syntax tree without docstrings (``ast.dump`` carries neither comments nor line numbers),
 # so a comment, a docstring or an unrelated function edited in a used module changes nothing.
 
-_SKIP = object()  # a top-level statement that neither defines a name nor runs anything that matters
-
-
 def _is_main_guard(node: ast.stmt) -> bool:
     return (
         isinstance(node, ast.If)
@@ -146,19 +145,11 @@ def _is_docstring(node: ast.AST) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
-class _StripDocstrings(ast.NodeTransformer):
-    def _strip(self, node: ast.AST) -> ast.AST:
-        self.generic_visit(node)
-        body = getattr(node, "body", None)
-        if body and _is_docstring(body[0]):
-            node.body = body[1:] or [ast.Pass()]
-        return node
-
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip
-
-
-def _normalized(node: ast.AST) -> str:
-    return ast.dump(_StripDocstrings().visit(copy.deepcopy(node)))
+def _strip_docstrings(tree: ast.AST) -> None:
+    """Remove the docstrings of every function and class, in place."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _is_docstring(node.body[0]):
+            node.body = node.body[1:] or [ast.Pass()]
 
 
 def _bound_names(node: ast.AST) -> set[str]:
@@ -169,9 +160,8 @@ def _bound_names(node: ast.AST) -> set[str]:
         item = stack.pop()
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(item.name)
-            if item is not node:
-                continue
-            stack.extend(item.decorator_list)
+            if item is node:
+                stack.extend(item.decorator_list)
             continue
         if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
             names.add(item.id)
@@ -181,87 +171,85 @@ def _bound_names(node: ast.AST) -> set[str]:
     return names
 
 
-def _import_bindings(node: ast.AST) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
-    """(bound name -> (module, attribute or None for the module itself), star-imported modules) in ``node``."""
-    bindings: dict[str, tuple[str, str | None]] = {}
+Binding = tuple[str, "str | None"]  # (module, attribute or None for the module itself)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One top-level statement: its normalized syntax tree and the names it reads and imports."""
+
+    dump: str
+    bare: frozenset[str]  # names read
+    dotted: frozenset[tuple[str, str]]  # ``name.attribute`` read
+    imports: tuple[tuple[str, Binding], ...]  # names bound by imports inside it
+    stars: tuple[str, ...]  # ``from m import *`` inside it
+
+
+def _statement(node: ast.AST) -> Statement:
+    bare: set[str] = set()
+    dotted: set[tuple[str, str]] = set()
+    consumed: set[int] = set()
+    imports: dict[str, Binding] = {}
     stars: list[str] = []
+    names: list[ast.Name] = []
     for item in ast.walk(node):
-        if isinstance(item, ast.Import):
+        if isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name):
+            dotted.add((item.value.id, item.attr))
+            consumed.add(id(item.value))
+        elif isinstance(item, ast.Name):
+            names.append(item)
+        elif isinstance(item, ast.Import):
             for alias in item.names:
-                if alias.asname:
-                    bindings[alias.asname] = (alias.name, None)
-                else:
-                    top = alias.name.split(".")[0]
-                    bindings[top] = (top, None)
+                top = alias.name.split(".")[0]
+                imports[alias.asname or top] = (alias.name if alias.asname else top, None)
         elif isinstance(item, ast.ImportFrom) and item.module and item.level == 0 and item.module != "__future__":
             for alias in item.names:
                 if alias.name == "*":
                     stars.append(item.module)
                 else:
-                    bindings[alias.asname or alias.name] = (item.module, alias.name)
-    return bindings, stars
+                    imports[alias.asname or alias.name] = (item.module, alias.name)
+    bare.update(n.id for n in names if id(n) not in consumed)
+    return Statement(ast.dump(node), frozenset(bare), frozenset(dotted), tuple(imports.items()), tuple(stars))
 
 
 @dataclass(frozen=True)
 class ModuleDefs:
-    """The top level of one file: what each name is bound by, and what runs on import."""
+    """The top level of one file: the statements binding each name, what runs on import, the imports."""
 
     path: Path
-    defs: dict[str, tuple[str, ...]]  # name -> normalized statements that bind it
-    nodes: dict[str, tuple[ast.AST, ...]]  # name -> those statements
-    imports: dict[str, tuple[str, str | None]]
+    defs: dict[str, tuple[Statement, ...]]  # name -> the statements that bind it
+    imports: dict[str, Binding]
     stars: tuple[str, ...]
-    effects: tuple[ast.AST, ...]  # top-level statements run for their effect (calls, if/try blocks, ...)
-    effect_dumps: tuple[str, ...]
+    effects: tuple[Statement, ...]  # top-level statements run for their effect (calls, if/try blocks, ...)
 
 
 @lru_cache(maxsize=512)
 def _module_defs(path: Path, mtime_ns: int) -> ModuleDefs:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    nodes: dict[str, list[ast.AST]] = {}
-    effects: list[ast.AST] = []
+    _strip_docstrings(tree)
+    defs: dict[str, list[Statement]] = {}
+    effects: list[Statement] = []
+    imports: dict[str, Binding] = {}
+    stars: list[str] = []
     for index, stmt in enumerate(tree.body):
         if (index == 0 and _is_docstring(stmt)) or _is_main_guard(stmt):
             continue
+        info = _statement(stmt)
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            imports.update(info.imports)  # module-level imports, also inside if/try blocks
+            stars += info.stars
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            continue  # bindings are read below; the imported module's own top level is followed when used
+            continue  # the imported module's own top level is followed when a name from it is used
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                  ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            effects.append(stmt)
+            effects.append(info)
         for name in _bound_names(stmt):
-            nodes.setdefault(name, []).append(stmt)
-    body = [s for s in tree.body if not _is_main_guard(s) and not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                                   ast.ClassDef))]
-    imports, stars = _import_bindings(ast.Module(body=body, type_ignores=[]))
-    return ModuleDefs(
-        path=path,
-        defs={name: tuple(_normalized(n) for n in stmts) for name, stmts in nodes.items()},
-        nodes={name: tuple(stmts) for name, stmts in nodes.items()},
-        imports=imports,
-        stars=tuple(stars),
-        effects=tuple(effects),
-        effect_dumps=tuple(_normalized(n) for n in effects),
-    )
+            defs.setdefault(name, []).append(info)
+    return ModuleDefs(path, {n: tuple(v) for n, v in defs.items()}, imports, tuple(stars), tuple(effects))
 
 
-def module_defs(path: Path) -> ModuleDefs:
-    path = path.resolve()
+def _module_defs_now(path: Path) -> ModuleDefs:
     return _module_defs(path, path.stat().st_mtime_ns)
-
-
-def _references(node: ast.AST) -> tuple[set[str], set[tuple[str, str]]]:
-    """(bare names read, (name, attribute) pairs read as ``name.attribute``) anywhere in ``node``."""
-    bare: set[str] = set()
-    dotted: set[tuple[str, str]] = set()
-    consumed: set[int] = set()
-    for item in ast.walk(node):
-        if isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name):
-            dotted.add((item.value.id, item.attr))
-            consumed.add(id(item.value))
-    for item in ast.walk(node):
-        if isinstance(item, ast.Name) and id(item) not in consumed:
-            bare.add(item.id)
-    return bare, dotted
 
 
 @dataclass
@@ -286,11 +274,23 @@ def definition_deps(roots: list[tuple[Path, str | None]], code_dir: Path = CODE)
     whole: set[Path] = set()
     seen: set[tuple[Path, str | None]] = set()
     stack = [(p.resolve(), n) for p, n in roots]
+    # Within one call, each module name is looked up and each file read (from the cache) once.
+    _resolve = lru_cache(maxsize=None)(lambda name, where: _resolve_file(name, where))
+    module_defs = lru_cache(maxsize=None)(_module_defs_now)
 
-    def follow(mod: ModuleDefs, node: ast.AST) -> None:
-        local, local_stars = _import_bindings(node)
-        bare, dotted = _references(node)
-        for name, attr in dotted:
+    def resolve_import(binding: Binding) -> None:
+        module, attr = binding
+        if attr is not None and (sub := _resolve(f"{module}.{attr}", code_dir)) is not None:
+            stack.append((sub, None))  # ``from package import submodule``
+            return
+        target = _resolve(module, code_dir)
+        if target is not None:
+            stack.append((target, attr))
+
+    def follow(mod: ModuleDefs, stmt: Statement) -> None:
+        local = dict(stmt.imports)
+        bare = set(stmt.bare)
+        for name, attr in stmt.dotted:
             binding = local.get(name) or (None if name in mod.defs else mod.imports.get(name))
             if binding is not None and binding[1] is None:
                 target = _resolve(binding[0], code_dir)
@@ -299,23 +299,13 @@ def definition_deps(roots: list[tuple[Path, str | None]], code_dir: Path = CODE)
                     continue
             bare.add(name)
         for name in bare | set(local):
-            binding = local.get(name)
-            if binding is not None:
-                resolve_import(binding)
+            if name in local:
+                resolve_import(local[name])
             else:
                 stack.append((mod.path, name))
-        for star in local_stars:
+        for star in stmt.stars:
             if (target := _resolve(star, code_dir)) is not None:
                 stack.append((target, None))
-
-    def resolve_import(binding: tuple[str, str | None]) -> None:
-        module, attr = binding
-        if attr is not None and (sub := _resolve(f"{module}.{attr}", code_dir)) is not None:
-            stack.append((sub, None))  # ``from package import submodule``
-            return
-        target = _resolve(module, code_dir)
-        if target is not None:
-            stack.append((target, attr))
 
     while stack:
         path, name = stack.pop()
@@ -329,16 +319,15 @@ def definition_deps(roots: list[tuple[Path, str | None]], code_dir: Path = CODE)
                 follow(mod, effect)
         if name is None:
             whole.add(path)
-            for stmts in mod.nodes.values():
+            for stmts in mod.defs.values():
                 for stmt in stmts:
                     follow(mod, stmt)
             for star in mod.stars:
                 if (target := _resolve(star, code_dir)) is not None:
                     stack.append((target, None))
-            continue
-        if name in mod.defs:
+        elif name in mod.defs:
             used[path].add(name)
-            for stmt in mod.nodes[name]:
+            for stmt in mod.defs[name]:
                 follow(mod, stmt)
         elif name in mod.imports:
             resolve_import(mod.imports[name])
@@ -354,7 +343,8 @@ def definition_deps(roots: list[tuple[Path, str | None]], code_dir: Path = CODE)
         mod = module_defs(path)
         chosen = sorted(mod.defs) if path in whole else sorted(used[path])
         blob = json.dumps(
-            {"defs": {n: list(mod.defs[n]) for n in chosen}, "effects": list(mod.effect_dumps)}, ensure_ascii=False
+            {"defs": {n: [s.dump for s in mod.defs[n]] for n in chosen}, "effects": [s.dump for s in mod.effects]},
+            ensure_ascii=False,
         )
         digests[path] = hashlib.sha256(blob.encode()).hexdigest()
         names[path] = ["*"] if path in whole else chosen
