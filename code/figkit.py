@@ -25,9 +25,6 @@ try:  # 随 requirements.txt 安装的中文字体包
 except ImportError:  # 例如在仓库外运行下载的 Notebook，只装了 torch、numpy、matplotlib
     pylopdf_fonts_zh_cn = None
 
-# 图的版式版本号：改了下面的样式就把它加一，所有图都会重画（它是缓存键的一部分）
-STYLE_VERSION = 1
-
 # 没装字体包时，按顺序找系统里已有的中文字体（Linux、Windows、macOS 上常见的几种）
 SYSTEM_CJK_FONTS = ("Noto Sans SC", "Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Micro Hei",
                     "WenQuanYi Zen Hei", "Microsoft YaHei", "SimHei", "PingFang SC", "Heiti SC", "Hiragino Sans GB")

@@ -14,7 +14,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -370,9 +370,3 @@ def machine_info() -> dict[str, Any]:
         "repo": _git_state(),
         "load_average_start": load_average(),
     }
-
-
-def time_call(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out

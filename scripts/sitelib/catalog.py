@@ -44,9 +44,6 @@ class Route:
     stages: list[Stage]
     entries: list[RouteEntry]
 
-    def order(self) -> list[str]:
-        return [e.slug for e in self.entries]
-
 
 def _load_yaml(path: Path, root: Path = ROOT) -> tuple[object, list[Problem]]:
     try:

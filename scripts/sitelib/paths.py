@@ -7,7 +7,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-ARTICLES = DOCS / "articles"
 CODE = ROOT / "code"
 DATA = ROOT / "data"
 CACHE = Path(os.environ.get("LLM_SITE_CACHE", ROOT / ".cache"))

@@ -59,7 +59,7 @@ def test_creates_article_module_test_and_route_entry(repo: Path) -> None:
         route, problems = load_route(repo / "data/route.yml")
     finally:
         sys.path.remove(str(repo / "scripts"))
-    order = route.order()
+    order = [entry.slug for entry in route.entries]
     assert not problems
     assert order.index("kv-cache") == order.index("transformer-attention") + 1
     # comments of the route file are kept
