@@ -212,10 +212,33 @@ def figure(
 
     scripts/build_figures.py 不导入代码就能读出这些声明（只解析语法树），
     所以参数必须直接写成字符串字面量。被装饰的函数不带参数，返回一个 matplotlib 图。
+    想让读者在网页上操作这张图，再用 @figure_data 声明它的数据（见下）。
     """
 
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn.figure_name = name  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def figure_data(name: str, *, view: str) -> Callable[..., Any]:
+    """声明图 name 的交互数据：网页上可以指一指、点一点、拖一拖的版本用的数字。
+
+    view 是画法：
+    - "heatmap"：热力图，指向（点按、用方向键选）一个格子，旁边读出行、列和数值，按钮切换视图；
+    - "bars"：柱状图，滑块和按钮切换视图，旁边列出几个统计量。
+
+    和 @figure 写在同一个文件里，函数不带参数，返回一个字典（张量、数组会变成列表，
+    小数保留 4 位）。字段见 scripts/sitelib/figures/interactive.py 开头，例子见
+    code/figures/transformer_attention.py 的 attention_weights_data。构建时它和图一起缓存，
+    放进页面；docs/assets/javascripts/figures.js 据此画出交互图。没有 JavaScript（打印、
+    订阅、搜索引擎）时显示的仍是静态的 SVG，所以静态图要能独立说明问题。
+    """
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.figure_data_of = name  # type: ignore[attr-defined]
+        fn.figure_view = view  # type: ignore[attr-defined]
         return fn
 
     return mark

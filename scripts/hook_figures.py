@@ -7,6 +7,10 @@
   docs/, so ``mkdocs serve`` does not loop.
 - on_page_markdown: replaces ``<!-- figure: NAME -->`` with the light and dark
   images (Material shows the one matching the palette) and the caption.
+- on_page_content: a figure with an interactive view (``@figure_data``) gets its
+  cached data as an inert ``<script type="application/json">`` block inside the
+  ``<figure>``; docs/assets/javascripts/figures.js draws the view from it and the
+  static images stay the fallback (no JavaScript, print, feed, search engines).
 - on_serve: code/ is watched through ``watch:`` in mkdocs.yml; an edit there
   triggers a rebuild and only the figures whose inputs changed are redrawn.
 """
@@ -24,7 +28,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 from sitelib import worker
-from sitelib.figures import cache, registry, runner
+from sitelib.figures import cache, interactive, registry, runner
 
 log = logging.getLogger("mkdocs.hooks.figures")
 SCRIPT = Path(__file__).resolve().parent / "build_figures.py"
@@ -32,6 +36,7 @@ MARKER = registry.MARKER  # one pattern for the build, the content checks and th
 TARGET = "figures"
 
 _specs: dict[str, registry.FigureSpec] = {}
+_data: dict[str, Path] = {}  # figure name -> its cached data.json (figures with an interactive view)
 
 
 def _build(names: list[str]) -> None:
@@ -51,6 +56,7 @@ def on_files(files: Any, config: Any) -> Any:
         _specs = registry.discover()
     except registry.DeclarationError as exc:
         raise PluginError(f"图的声明有误：{exc}") from exc
+    _data.clear()
     items = runner.plan(_specs.values())
     stale = [item.spec.name for item in items if not item.cached]
     if stale:
@@ -62,6 +68,11 @@ def on_files(files: Any, config: Any) -> Any:
                 raise PluginError(f"图 {item.spec.name} 的缓存文件不存在：{path}")
             uri = f"{TARGET}/{item.spec.name}.{theme}.{cache.FORMAT}"
             files.append(File.generated(config, uri, abs_src_path=str(path)))
+        data = cache.data_output(item.spec, item.key)
+        if data is not None:
+            if not data.is_file():
+                raise PluginError(f"图 {item.spec.name} 的交互数据不在缓存里：{data}")
+            _data[item.spec.name] = data
     return files
 
 
@@ -111,8 +122,9 @@ def figure_markdown(spec: registry.FigureSpec, page_uri: str) -> str:
         f"![{alt}]({base}/{spec.name}.{theme}.{cache.FORMAT}#only-{theme}){{ loading=lazy }}"
         for theme in cache.THEMES
     )
+    view = f' data-llm-view="{spec.view}"' if spec.data_function else ""
     return (
-        f'<figure class="llm-figure" id="fig-{spec.name}" markdown>\n\n{images}\n\n'
+        f'<figure class="llm-figure" id="fig-{spec.name}"{view} markdown>\n\n{images}\n\n'
         f"<figcaption markdown>\n{spec.caption}\n</figcaption>\n</figure>\n"
     )
 
@@ -133,3 +145,22 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         return figure_markdown(spec, page.file.src_uri)
 
     return MARKER.sub(replace, markdown)
+
+
+# The opening tag of an interactive figure, as Markdown wrote it (it may reorder the attributes).
+_FIGURE_OPEN = re.compile(r'<figure\b[^>]*\bdata-llm-view="[a-z]+"[^>]*>')
+_FIGURE_ID = re.compile(r'\bid="fig-(?P<name>[\w-]+)"')
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    if "data-llm-view=" not in html:
+        return html
+
+    def insert(match: re.Match[str]) -> str:
+        found = _FIGURE_ID.search(match.group(0))
+        path = _data.get(found.group("name")) if found else None
+        if path is None:  # not a figure of this build (e.g. the markup quoted in a code block is escaped anyway)
+            return match.group(0)
+        return match.group(0) + interactive.data_block(path.read_bytes())
+
+    return _FIGURE_OPEN.sub(insert, html)

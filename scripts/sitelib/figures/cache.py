@@ -27,6 +27,7 @@ from .registry import FigureSpec
 PIPELINE_VERSION = "1"
 THEMES = ("light", "dark")
 FORMAT = "svg"
+DATA_FILE = "data.json"  # the interactive view's data (@figure_data), next to the SVGs of the same entry
 LIBRARIES = ("torch", "numpy", "matplotlib", "pylopdf-fonts-zh-cn")
 ROOT_DIR = CACHE / "figures"
 
@@ -55,10 +56,11 @@ class Key:
 
 def key_for(spec: FigureSpec, code_dir: Path = CODE, root: Path = ROOT) -> Key:
     inputs: dict[str, str] = {"pipeline": PIPELINE_VERSION, "format": FORMAT}
-    inputs["declaration"] = json.dumps(
-        [spec.name, spec.function, spec.article, spec.title, spec.caption, list(spec.data)], ensure_ascii=False
-    )
-    for path in function_deps(spec.module, spec.function, code_dir):
+    declaration: list = [spec.name, spec.function, spec.article, spec.title, spec.caption, list(spec.data)]
+    if spec.data_function:  # only then: the keys of figures without an interactive view stay as they were
+        declaration += [spec.data_function, spec.view]
+    inputs["declaration"] = json.dumps(declaration, ensure_ascii=False)
+    for path in _functions_deps(spec, code_dir):
         inputs[f"module:{rel(path)}"] = file_digest(path)
     for item in spec.data:
         path = root / item
@@ -70,18 +72,30 @@ def key_for(spec: FigureSpec, code_dir: Path = CODE, root: Path = ROOT) -> Key:
     return Key(hashlib.sha256(blob).hexdigest()[:20], inputs)
 
 
+def functions(spec: FigureSpec) -> list[str]:
+    """The functions that make the figure: the drawing and, for an interactive view, its data."""
+    return [spec.function] + ([spec.data_function] if spec.data_function else [])
+
+
+def _functions_deps(spec: FigureSpec, code_dir: Path = CODE) -> list[Path]:
+    found: set[Path] = set()
+    for function in functions(spec):
+        found.update(function_deps(spec.module, function, code_dir))
+    return sorted(found)
+
+
 def artifact_inputs(spec: FigureSpec, code_dir: Path = CODE, root: Path = ROOT) -> dict[str, str]:
-    """``{"artifact:<name>": key}`` for the build artifacts (a trained model) the figure's function uses."""
+    """``{"artifact:<name>": key}`` for the build artifacts (a trained model) the figure's functions use."""
     from .. import artifacts  # imports this module
 
-    reached = definition_deps([(spec.module, spec.function)], code_dir).roots
+    reached = definition_deps([(spec.module, f) for f in functions(spec)], code_dir).roots
     return artifacts.consumer_inputs(reached, code_dir, root)
 
 
 def artifacts_used(spec: FigureSpec, code_dir: Path = CODE) -> list:
     from .. import artifacts
 
-    return artifacts.used_by(definition_deps([(spec.module, spec.function)], code_dir).roots, code_dir)
+    return artifacts.used_by(definition_deps([(spec.module, f) for f in functions(spec)], code_dir).roots, code_dir)
 
 
 def entry_dir(spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> Path:
@@ -93,8 +107,14 @@ def outputs(spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> dict[str, Path
     return {theme: base / f"{theme}.{FORMAT}" for theme in THEMES}
 
 
+def data_output(spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> Path | None:
+    """The interactive view's data file of the entry, for a figure that has one (@figure_data)."""
+    return entry_dir(spec, key, root) / DATA_FILE if spec.data_function else None
+
+
 def is_cached(spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> bool:
-    return all(p.is_file() for p in outputs(spec, key, root).values())
+    data = data_output(spec, key, root)
+    return all(p.is_file() for p in outputs(spec, key, root).values()) and (data is None or data.is_file())
 
 
 def staging_dir(spec: FigureSpec, root: Path = ROOT_DIR) -> Path:

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from ..paths import CODE, rel
-from . import cache
+from . import cache, interactive
 from .registry import FigureSpec
 
 MAX_BYTES = 150 * 1024
@@ -144,8 +144,15 @@ def draw(item: Planned, root: Path = cache.ROOT_DIR) -> Path:
                     with figkit.theme(theme):
                         fig = fn()
                         figkit.save(fig, staging / f"{theme}.{cache.FORMAT}")
+                if spec.data_function:
+                    _write_data(spec, module, staging)
         except _Timeout:
             raise FigureError(timeout_message(spec)) from None
+        except interactive.DataError as exc:
+            raise FigureError(
+                f"图 {spec.name} 的交互数据不符合 view=\"{spec.view}\" 的格式：函数 {spec.data_function}"
+                f"（{spec.data_where}）\n    {exc}\n    格式见 scripts/sitelib/figures/interactive.py 开头的说明"
+            ) from None
         except Exception as exc:
             raise FigureError(f"{_describe(spec)}\n{traceback.format_exc()}") from exc
         problems = [str(w.message) for w in caught] + watch.messages
@@ -167,6 +174,18 @@ def draw(item: Planned, root: Path = cache.ROOT_DIR) -> Path:
         raise
     finally:
         mpl_logger.removeHandler(watch)
+
+
+def _write_data(spec: FigureSpec, module: ModuleType, staging: Path) -> None:
+    """Call the figure's @figure_data function once (seeded as the drawing is) and write data.json."""
+    _seed()
+    raw = interactive.dump(str(spec.view), getattr(module, str(spec.data_function))())
+    if len(raw) > interactive.MAX_BYTES:
+        raise interactive.DataError(
+            f"数据有 {len(raw) // 1024} KB，超过每张图 {interactive.MAX_BYTES // 1024} KB 的上限："
+            "减少视图（控件的选项）或数据点"
+        )
+    (staging / cache.DATA_FILE).write_bytes(raw)
 
 
 def _worker_init() -> None:
