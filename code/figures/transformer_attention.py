@@ -18,7 +18,7 @@ from functools import cache
 
 import torch
 from attention import causal_mask, scaled_dot_product_attention
-from figkit import figure, heatmap, new_figure, plain_log_axis
+from figkit import figure, figure_data, heatmap, new_figure, plain_log_axis
 from positional_encoding import apply_rope, sinusoidal_position_encoding
 
 # 一句短短的中文，按词切成词元
@@ -53,10 +53,7 @@ def mask_demo_vectors() -> torch.Tensor:
     "这张图要看的是掩码的结构：右图对角线右上方的权重全部为 0，而每一行加起来仍然是 1。",
 )
 def attention_weights():
-    x = mask_demo_vectors()
-    # 为了让结构一目了然，直接令 Q = K = V = x：每个向量和自己的点积最大，所以对角线最亮
-    _, plain = scaled_dot_product_attention(x, x, x)
-    _, masked = scaled_dot_product_attention(x, x, x, mask=causal_mask(MASK_DEMO_T))
+    plain, masked = mask_demo_weights()
     labels = [f"$x_{i}$" for i in range(1, MASK_DEMO_T + 1)]
     fig, axes = new_figure(ncols=2, size="tall")
     for ax, weights, title in zip(axes, (plain, masked), ("不加掩码", "因果掩码"), strict=True):
@@ -65,6 +62,62 @@ def attention_weights():
         ax.set_xlabel("被关注的位置（键）")
     axes[0].set_ylabel("查询位置")
     return fig
+
+
+def mask_demo_weights() -> tuple[torch.Tensor, torch.Tensor]:
+    """掩码示意图的两张权重表 (7, 7)：不加掩码、加因果掩码。"""
+    x = mask_demo_vectors()
+    # 为了让结构一目了然，直接令 Q = K = V = x：每个向量和自己的点积最大，所以对角线最亮
+    _, plain = scaled_dot_product_attention(x, x, x)
+    _, masked = scaled_dot_product_attention(x, x, x, mask=causal_mask(MASK_DEMO_T))
+    return plain, masked
+
+
+SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+@figure_data("attention-weights", view="heatmap")
+def attention_weights_data():
+    """网页上的交互版：同样的两张权重表，用按钮切换，指向格子读出权重。"""
+    plain, masked = mask_demo_weights()
+    labels = [f"x{str(i).translate(SUBSCRIPTS)}" for i in range(1, MASK_DEMO_T + 1)]
+    return {
+        "note": "静态图左右并排的两张表，在这里用按钮切换。",
+        "controls": [{"label": "掩码", "options": ["不加掩码", "因果掩码"]}],
+        "views": [
+            {"at": [0], "title": "不加掩码：每个位置都能看到所有位置", "values": plain},
+            {"at": [1], "title": "因果掩码：只能看到自己和前面的位置", "values": masked, "causal": True},
+        ],
+        "rows": labels, "cols": labels, "row_name": "查询", "col_name": "键", "value_name": "权重",
+        "vmin": 0, "vmax": 1,
+    }
+
+
+@cache
+def trained_heads() -> dict:
+    """训练过的参考模型在一条新序列上的注意力权重，以及每个头的得分（256 条新序列上的平均）。"""
+    # 训练过的参考模型：构建网站时只训练一次、缓存起来，动手实验读的是同一份参数
+    from tiny_transformer import head_scores, make_repeat_batch, pretrained
+
+    model, _ = pretrained(verbose=False)
+    cfg, n = model.cfg, 8
+    example = make_repeat_batch(1, n, cfg.vocab_size, torch.Generator().manual_seed(1))  # 实验第 1 节的那条序列
+    scoring = make_repeat_batch(256, n, cfg.vocab_size, torch.Generator().manual_seed(7))  # 实验第 6 节打分用的
+    with torch.no_grad():
+        model(scoring)
+        scores = [head_scores(w, scoring) for w in model.attention_weights]
+        model(example)
+    weights = [w[0] for w in model.attention_weights]  # 每层 (n_heads, T, T)
+    return {"cfg": cfg, "n": n, "tokens": example[0].tolist(), "weights": weights, "scores": scores}
+
+
+def head_title(layer: int, h: int, sep: str = "\n") -> str:
+    """一个头的小标题：按得分起的名字，和它最高的那项得分。"""
+    from tiny_transformer import SCORE_NAMES, format_score, name_head
+
+    head = {k: v[h].item() for k, v in trained_heads()["scores"][layer].items()}
+    best = max(head, key=head.get)
+    return f"头 {h}：{name_head(head)}{sep}{SCORE_NAMES[best]}得分 {format_score(head[best])}"
 
 
 @figure(
@@ -79,25 +132,14 @@ def attention_weights():
     "「前一个词」是落在前一个位置上的权重，「归纳」是落在当前词上一次出现处的下一个位置上的权重。",
 )
 def multi_head_weights():
-    # 训练过的参考模型：构建网站时只训练一次、缓存起来，动手实验读的是同一份参数
-    from tiny_transformer import SCORE_NAMES, format_score, head_scores, make_repeat_batch, name_head, pretrained
-
-    model, _ = pretrained(verbose=False)
-    cfg, n = model.cfg, 8
-    example = make_repeat_batch(1, n, cfg.vocab_size, torch.Generator().manual_seed(1))  # 实验第 1 节的那条序列
-    scoring = make_repeat_batch(256, n, cfg.vocab_size, torch.Generator().manual_seed(7))  # 实验第 6 节打分用的
-    with torch.no_grad():
-        model(scoring)
-        scores = [head_scores(w, scoring) for w in model.attention_weights]
-        model(example)
+    heads = trained_heads()
+    cfg, n = heads["cfg"], heads["n"]
     fig, axes = new_figure(ncols=cfg.n_heads, nrows=cfg.n_layers, size="tall")
     for layer in range(cfg.n_layers):
         for h in range(cfg.n_heads):
             ax = axes[layer, h]
-            head = {k: v[h].item() for k, v in scores[layer].items()}
-            best = max(head, key=head.get)
-            heatmap(ax, model.attention_weights[layer][0, h].numpy(), vmin=0.0, vmax=1.0, colorbar=False)
-            ax.set_title(f"头 {h}：{name_head(head)}\n{SCORE_NAMES[best]}得分 {format_score(head[best])}", fontsize=9)
+            heatmap(ax, heads["weights"][layer][h].numpy(), vmin=0.0, vmax=1.0, colorbar=False)
+            ax.set_title(head_title(layer, h), fontsize=9)
             ax.set_xticks([])
             ax.set_yticks([])
             for edge in (n + 0.5,):  # 第二遍从位置 n + 1 开始
@@ -105,6 +147,37 @@ def multi_head_weights():
                 ax.axvline(edge, color="white", linewidth=0.8, linestyle="--")
         axes[layer, 0].set_ylabel(f"第 {layer} 层")
     return fig
+
+
+@figure_data("multi-head-weights", view="heatmap")
+def multi_head_weights_data():
+    """网页上的交互版：一次看一个头，按钮选层和头，指向格子读出位置、词和权重。"""
+    from tiny_transformer import BOS
+
+    heads = trained_heads()
+    cfg, n, tokens = heads["cfg"], heads["n"], heads["tokens"]
+    views = [
+        {"at": [layer, h], "title": f"第 {layer} 层 " + head_title(layer, h, sep="，"),
+         "values": heads["weights"][layer][h], "causal": True}
+        for layer in range(cfg.n_layers) for h in range(cfg.n_heads)
+    ]
+    # 一开始显示最后一层归纳得分最高的头
+    last = cfg.n_layers - 1
+    start = int(heads["scores"][last]["induction"].argmax())
+    return {
+        "note": "静态图里的 8 张小图，在这里一次显示一张，用按钮选层和头。刻度是词的编号，「起」是起始符；"
+                "虚线标出第二遍的开始。",
+        "controls": [
+            {"label": "层", "options": [f"第 {layer} 层" for layer in range(cfg.n_layers)], "initial": last},
+            {"label": "头", "options": [f"头 {h}" for h in range(cfg.n_heads)], "initial": start},
+        ],
+        "views": views,
+        "rows": [f"位置 {i}（{'起始符' if t == BOS else f'词 {t}'}）" for i, t in enumerate(tokens)],
+        "cols": [f"位置 {i}（{'起始符' if t == BOS else f'词 {t}'}）" for i, t in enumerate(tokens)],
+        "ticks": ["起" if t == BOS else str(t) for t in tokens],
+        "row_name": "查询", "col_name": "键", "value_name": "权重", "vmin": 0, "vmax": 1,
+        "dividers": [n + 1],  # 第二遍从位置 n + 1 开始
+    }
 
 
 def _random_qk(d_k: int, n_queries: int = 256, n_keys: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
@@ -238,6 +311,77 @@ def softmax_gradient():
         ax.set_xlabel("向量维度 $d_k$")
         ax.grid(True)
     return fig
+
+
+def typical_query(d_k: int) -> int:
+    """不缩放时雅可比范数居中的那个查询（256 行的中位数所在的那一行）：这个 d_k 下「典型的一行」。"""
+    return int(_jacobian_norms(d_k, scaled=False).median(dim=0).indices)
+
+
+EXPLORER_D_KS = (4, 64, 512)  # 静态图画的三个 d_k；网页上的滑块走遍 D_KS
+
+
+@figure(
+    "dk-explorer",
+    article="transformer-attention",
+    title="一个典型查询的 softmax 权重：不缩放时 d_k 越大越集中到一个键上，缩放后保持分散",
+    caption="数据与上面几张图相同：随机向量，256 个查询、64 个键，各分量独立、均值 0、方差 1。"
+    "每个 $d_k$ 下取不缩放时雅可比范数居中的那个查询（它的范数就是 256 行的中位数），"
+    "柱子是它在 64 个键上的 softmax 权重，从大到小排列，虚线是均匀分布的 1/64；"
+    "同一个查询缩放前后各画一次。静态图的上排不缩放、下排除以 $\\sqrt{d_k}$，从左到右 $d_k$ 为 4、64、512，"
+    "小标题是这个查询的最大权重。",
+)
+def dk_explorer():
+    fig, axes = new_figure(ncols=len(EXPLORER_D_KS), nrows=2, size="tall", sharey=True)
+    for col, d_k in enumerate(EXPLORER_D_KS):
+        row = typical_query(d_k)
+        for r, scaled in enumerate((False, True)):
+            w = _weights(d_k, scaled)[row].sort(descending=True).values
+            ax = axes[r, col]
+            ax.bar(range(len(w)), w.numpy(), width=1.0)
+            ax.axhline(1 / len(w), linestyle=":", linewidth=1, color="C1")
+            ax.set_ylim(0, 1.05)
+            ax.set_xticks([])
+            ax.set_title(f"$d_k$ = {d_k}：最大 {w[0].item():.3f}", fontsize=10)
+        axes[1, col].set_xlabel("64 个键（按权重从大到小）")
+    axes[0, 0].set_ylabel("不缩放：权重")
+    axes[1, 0].set_ylabel("缩放：权重")
+    return fig
+
+
+@figure_data("dk-explorer", view="bars")
+def dk_explorer_data():
+    """网页上的交互版：滑块走遍 8 个 d_k，按钮切换缩放与否；旁边列出文中用到的统计量。"""
+    views = []
+    for i, d_k in enumerate(D_KS):
+        row = typical_query(d_k)
+        for j, scaled in enumerate((False, True)):
+            w = _weights(d_k, scaled)
+            norms = _jacobian_norms(d_k, scaled)
+            n_rows = norms.shape[0]
+            views.append({
+                "at": [i, j],
+                "title": f"dₖ = {d_k}，{'除以 √dₖ' if scaled else '不缩放'}：第 {row + 1} 个查询的权重",
+                "values": w[row].sort(descending=True).values,
+                "stats": [
+                    {"label": "这个查询的最大权重", "value": w[row].max(), "digits": 3},
+                    {"label": "这个查询的雅可比范数", "value": norms[row], "digits": 4},
+                    {"label": f"{n_rows} 个查询的最大权重平均值", "value": w.max(dim=-1).values.mean(), "digits": 3},
+                    {"label": "雅可比范数的中位数", "value": norms.median(), "digits": 4},
+                    {"label": f"范数 < {NEAR_ZERO_GRADIENT} 的行（梯度几乎为 0）",
+                     "value": int((norms < NEAR_ZERO_GRADIENT).sum()), "digits": 0, "suffix": f" / {n_rows}"},
+                ],
+            })
+    return {
+        "note": "拖动滑块改变 dₖ，用按钮切换缩放与否；静态图只画了其中 3 个 dₖ。",
+        "controls": [
+            {"label": "dₖ", "options": list(D_KS), "kind": "slider"},
+            {"label": "缩放", "options": ["不缩放", "除以 √dₖ"]},
+        ],
+        "views": views,
+        "x_name": "64 个键（按权重从大到小）", "y_name": "softmax 权重", "ymax": 1,
+        "reference": {"value": 1 / 64, "label": "均匀分布 1/64"},
+    }
 
 
 @figure(

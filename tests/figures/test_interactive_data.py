@@ -1,0 +1,176 @@
+"""Interactive figure data (@figure_data): declaration, checks, serialisation, the page's data block, and
+byte-identical data from two clean builds."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from sitelib.figures import cache, interactive, registry  # tests/conftest.py puts scripts/ on the path
+
+from .conftest import ROOT, Repo, make_repo
+
+INTERACTIVE = {"attention-weights": "heatmap", "multi-head-weights": "heatmap", "dk-explorer": "bars"}
+
+
+def _heatmap(**extra) -> dict:
+    data = {
+        "controls": [{"label": "掩码", "options": ["不加掩码", "因果掩码"]}],
+        "views": [{"at": [0], "title": "a", "values": [[0.5, 0.5], [0.25, 0.75]]},
+                  {"at": [1], "title": "b", "values": [[1.0, 0.0], [0.25, 0.75]], "causal": True}],
+        "rows": ["x1", "x2"], "cols": ["x1", "x2"], "row_name": "查询", "col_name": "键", "value_name": "权重",
+        "vmin": 0, "vmax": 1,
+    }
+    data.update(extra)
+    return data
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+def test_the_article_declares_the_three_interactive_figures() -> None:
+    specs = registry.discover()
+    assert {n: s.view for n, s in specs.items() if s.data_function} == INTERACTIVE
+    for name in INTERACTIVE:
+        assert specs[name].data_where.startswith("code/figures/transformer_attention.py:")
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ('@figure_data("nope", view="heatmap")\ndef d():\n    return {}\n', "找不到同名的图"),
+        ('@figure_data("a", view="pie")\ndef d():\n    return {}\n', "view 应是 'heatmap' 或 'bars'"),
+        ('@figure_data("a")\ndef d():\n    return {}\n', "view 应是"),
+        ('@figure_data("a", view="bars", colour="red")\ndef d():\n    return {}\n', "不认识参数 colour"),
+        ('@figure_data("a", view="bars")\ndef d():\n    return {}\n\n'
+         '@figure_data("a", view="bars")\ndef e():\n    return {}\n', "已在第"),
+    ],
+    ids=["unknown figure", "unknown view", "no view", "unknown argument", "twice"],
+)
+def test_bad_data_declarations_are_refused_with_file_and_line(tmp_path: Path, source: str, message: str) -> None:
+    module = tmp_path / "probe.py"
+    module.write_text('@figure("a", article="x", title="t", caption="c")\ndef a():\n    pass\n\n' + source,
+                      encoding="utf-8")
+    with pytest.raises(registry.DeclarationError, match=re.escape(message)) as info:
+        registry.parse_module(module)
+    assert "probe.py:" in str(info.value)
+
+
+def test_the_data_function_is_part_of_the_cache_key(repo: Repo) -> None:
+    code = repo.root / "code"
+    before = {n: cache.key_for(s, code, repo.root) for n, s in registry.discover(code).items()}
+    assert "declaration" in before["dk-explorer"].inputs
+    assert "dk_explorer_data" in before["dk-explorer"].inputs["declaration"]
+    assert len(json.loads(before["rope-relative"].inputs["declaration"])) == 6  # plain figures keep their keys
+    # the data's module is a dependency: a figure reading a trained model through its data function keeps the artifact
+    assert any(k.startswith("artifact:") for k in before["multi-head-weights"].inputs)
+
+
+# --------------------------------------------------------------------------- checks and serialisation
+
+
+def test_dump_rounds_sorts_and_converts_tensors() -> None:
+    data = _heatmap(views=[
+        {"at": [0], "title": "a", "values": torch.tensor([[1 / 3, -1e-9], [0.123456, 0.5]], dtype=torch.float64)},
+        {"at": [1], "title": "b", "values": [[1.0, 0.0], [0.25, 0.75]]},
+    ])
+    raw = interactive.dump("heatmap", data)
+    value = json.loads(raw)
+    assert value["views"][0]["values"] == [[0.3333, 0.0], [0.1235, 0.5]]
+    assert "-0.0" not in raw.decode()
+    assert raw.decode() == json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    assert value["view"] == "heatmap"
+    assert interactive.dump("heatmap", data) == raw
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (_heatmap(views=[{"at": [0], "title": "a", "values": [[0.5, 0.5], [0.25, 0.75]]}]),
+         "没有对应的视图"),
+        (_heatmap(views=[{"at": [0], "title": "a", "values": [[0.5, 0.5]]},
+                         {"at": [1], "title": "b", "values": [[1.0, 0.0], [0.25, 0.75]]}]), "2 × 2"),
+        (_heatmap(views=[{"at": [0], "title": "a", "values": [[math.nan, 0.5], [0.25, 0.75]]},
+                         {"at": [1], "title": "b", "values": [[1.0, 0.0], [0.25, 0.75]]}]), "有限的数"),
+        (_heatmap(vmin=1, vmax=0), "vmin < vmax"),
+        (_heatmap(controls=[{"label": "掩码", "options": ["只有一项"]}]), "至少两项"),
+        (_heatmap(controls=[{"label": "掩码", "options": ["a", "b"], "kind": "dial"}]), "buttons 或 slider"),
+        (_heatmap(dividers=[5]), "dividers"),
+        ([1, 2], "应返回一个字典"),
+        ({"controls": [], "views": [{"at": [], "title": "t", "values": [0.1, "x"]}], "x_name": "x", "y_name": "y",
+          "ymax": 1}, "数的列表"),
+    ],
+    ids=["missing view", "wrong shape", "nan", "vmin", "one option", "control kind", "divider", "not a dict",
+         "bars values"],
+)
+def test_data_that_does_not_fit_its_view_is_refused(data: object, message: str) -> None:
+    view = "bars" if isinstance(data, dict) and "x_name" in data else "heatmap"
+    with pytest.raises(interactive.DataError, match=re.escape(message)):
+        interactive.dump(view, data)
+
+
+def test_the_data_block_cannot_close_its_element() -> None:
+    nasty = "</script><script>alert(1)</script><!-- & \u2028"
+    raw = interactive.dump("heatmap", _heatmap(rows=[nasty, "x2"]))
+    block = interactive.data_block(raw)
+    body = block.removeprefix('<script type="application/json" class="llm-figure-data">').removesuffix("</script>")
+    assert "<" not in body and ">" not in body and "&" not in body and "\u2028" not in body
+    assert json.loads(body)["rows"][0] == nasty
+
+
+def test_the_hook_puts_the_data_into_its_figure(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("hook_figures_probe", ROOT / "scripts" / "hook_figures.py")
+    assert spec and spec.loader
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    data = tmp_path / "data.json"
+    data.write_bytes(interactive.dump("heatmap", _heatmap()))
+    hook._data["probe"] = data
+    html = ('<figure class="llm-figure" data-llm-view="heatmap" id="fig-probe"><p>img</p></figure>'
+            '<figure class="llm-figure" id="fig-plain"><p>img</p></figure>')
+    out = hook.on_page_content(html, None, None, None)
+    assert out.count('class="llm-figure-data"') == 1
+    assert out.index('class="llm-figure-data"') < out.index("<p>img</p>")  # inside the first figure
+    assert out.endswith('<figure class="llm-figure" id="fig-plain"><p>img</p></figure>')
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+def _data_files(repo: Repo) -> dict[str, bytes]:
+    return {p.parent.parent.name: p.read_bytes() for p in sorted(repo.cache.glob("*/*/data.json"))}
+
+
+def test_two_clean_builds_give_byte_identical_figure_data(tmp_path: Path) -> None:
+    only = [arg for name in INTERACTIVE for arg in ("--only", name)]
+    first, second = make_repo(tmp_path / "one"), make_repo(tmp_path / "two")
+    first.run(*only)
+    second.run(*only)
+    data = _data_files(first)
+    assert set(data) == set(INTERACTIVE)
+    assert data == _data_files(second)
+    for name, raw in data.items():
+        value = json.loads(raw)
+        assert value["view"] == INTERACTIVE[name]
+        assert raw == json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode(), name
+        decimals = [len(m) for m in re.findall(r"\d\.(\d+)", raw.decode())]
+        assert max(decimals) <= interactive.DIGITS, name
+
+
+def test_bad_data_stops_the_build_naming_the_function(repo: Repo) -> None:
+    module = repo.root / "code" / "figures" / "transformer_attention.py"
+    text = module.read_text(encoding="utf-8")
+    text = text.replace('        "vmin": 0, "vmax": 1,\n    }\n', '        "vmin": 1, "vmax": 0,\n    }\n', 1)
+    module.write_text(text, encoding="utf-8")
+    line = registry.discover(repo.root / "code")["attention-weights"].data_line
+    proc = repo.run("--only", "attention-weights", check=False)
+    assert proc.returncode == 1
+    assert "attention_weights_data" in proc.stderr and f"transformer_attention.py:{line}" in proc.stderr, proc.stderr
+    assert "vmin < vmax" in proc.stderr
+    assert not list(repo.cache.glob("attention-weights/*"))  # nothing half-written
