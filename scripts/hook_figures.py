@@ -7,10 +7,13 @@
   docs/, so ``mkdocs serve`` does not loop.
 - on_page_markdown: replaces ``<!-- figure: NAME -->`` with the light and dark
   images (Material shows the one matching the palette) and the caption.
-- on_page_content: a figure with an interactive view (``@figure_data``) gets its
-  cached data as an inert ``<script type="application/json">`` block inside the
-  ``<figure>``; docs/assets/javascripts/figures.js draws the view from it and the
-  static images stay the fallback (no JavaScript, print, feed, search engines).
+  A figure with an interactive view (``@figure_data``) also gets its cached data
+  as the generated file ``figures/<name>.data.json``, named in the figure's
+  ``data-llm-data`` attribute; docs/assets/javascripts/figures.js fetches it from
+  the site and draws the view, and the static images stay the fallback (no
+  JavaScript, print, feed, search engines). Not an inline ``<script>`` data block:
+  Material's instant navigation re-creates every inline script of the new page
+  without its ``type``, which would run the JSON as JavaScript (and break the CSP).
 - on_serve: code/ is watched through ``watch:`` in mkdocs.yml; an edit there
   triggers a rebuild and only the figures whose inputs changed are redrawn.
 """
@@ -28,7 +31,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 from sitelib import worker
-from sitelib.figures import cache, interactive, registry, runner
+from sitelib.figures import cache, registry, runner
 
 log = logging.getLogger("mkdocs.hooks.figures")
 SCRIPT = Path(__file__).resolve().parent / "build_figures.py"
@@ -36,7 +39,6 @@ MARKER = registry.MARKER  # one pattern for the build, the content checks and th
 TARGET = "figures"
 
 _specs: dict[str, registry.FigureSpec] = {}
-_data: dict[str, Path] = {}  # figure name -> its cached data.json (figures with an interactive view)
 
 
 def _build(names: list[str]) -> None:
@@ -56,7 +58,6 @@ def on_files(files: Any, config: Any) -> Any:
         _specs = registry.discover()
     except registry.DeclarationError as exc:
         raise PluginError(f"图的声明有误：{exc}") from exc
-    _data.clear()
     items = runner.plan(_specs.values())
     stale = [item.spec.name for item in items if not item.cached]
     if stale:
@@ -72,8 +73,13 @@ def on_files(files: Any, config: Any) -> Any:
         if data is not None:
             if not data.is_file():
                 raise PluginError(f"图 {item.spec.name} 的交互数据不在缓存里：{data}")
-            _data[item.spec.name] = data
+            files.append(File.generated(config, data_uri(item.spec), abs_src_path=str(data)))
     return files
+
+
+def data_uri(spec: registry.FigureSpec) -> str:
+    """Where the site serves a figure's interactive data."""
+    return f"{TARGET}/{spec.name}.data.json"
 
 
 _TEX = [
@@ -115,14 +121,18 @@ def figure_alt(spec: registry.FigureSpec) -> str:
     return alt.replace("[", "（").replace("]", "）")
 
 
-def figure_markdown(spec: registry.FigureSpec, page_uri: str) -> str:
+def figure_markdown(spec: registry.FigureSpec, page_uri: str, page_url: str = "") -> str:
     base = posixpath.relpath(TARGET, posixpath.dirname(page_uri) or ".")
     alt = figure_alt(spec)
     images = "\n".join(
         f"![{alt}]({base}/{spec.name}.{theme}.{cache.FORMAT}#only-{theme}){{ loading=lazy }}"
         for theme in cache.THEMES
     )
-    view = f' data-llm-view="{spec.view}"' if spec.data_function else ""
+    view = ""
+    if spec.data_function:
+        # an attribute, not a Markdown link: relative to the page's URL (MkDocs does not rewrite it)
+        data = posixpath.relpath(data_uri(spec), posixpath.dirname(page_url) or ".")
+        view = f' data-llm-view="{spec.view}" data-llm-data="{data}"'
     return (
         f'<figure class="llm-figure" id="fig-{spec.name}"{view} markdown>\n\n{images}\n\n'
         f"<figcaption markdown>\n{spec.caption}\n</figcaption>\n</figure>\n"
@@ -142,25 +152,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
                 f"docs/{page.file.src_uri}: 引用了没有声明的图 {name}（已声明：{known}）。"
                 "在 code/figures/ 中用 @figure 声明它，或改正名字。"
             )
-        return figure_markdown(spec, page.file.src_uri)
+        return figure_markdown(spec, page.file.src_uri, page.url)
 
     return MARKER.sub(replace, markdown)
 
-
-# The opening tag of an interactive figure, as Markdown wrote it (it may reorder the attributes).
-_FIGURE_OPEN = re.compile(r'<figure\b[^>]*\bdata-llm-view="[a-z]+"[^>]*>')
-_FIGURE_ID = re.compile(r'\bid="fig-(?P<name>[\w-]+)"')
-
-
-def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    if "data-llm-view=" not in html:
-        return html
-
-    def insert(match: re.Match[str]) -> str:
-        found = _FIGURE_ID.search(match.group(0))
-        path = _data.get(found.group("name")) if found else None
-        if path is None:  # not a figure of this build (e.g. the markup quoted in a code block is escaped anyway)
-            return match.group(0)
-        return match.group(0) + interactive.data_block(path.read_bytes())
-
-    return _FIGURE_OPEN.sub(insert, html)

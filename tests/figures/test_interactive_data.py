@@ -1,4 +1,4 @@
-"""Interactive figure data (@figure_data): declaration, checks, serialisation, the page's data block, and
+"""Interactive figure data (@figure_data): declaration, checks, serialisation, where the page finds it, and
 byte-identical data from two clean builds."""
 
 from __future__ import annotations
@@ -115,29 +115,18 @@ def test_data_that_does_not_fit_its_view_is_refused(data: object, message: str) 
         interactive.dump(view, data)
 
 
-def test_the_data_block_cannot_close_its_element() -> None:
-    nasty = "</script><script>alert(1)</script><!-- & \u2028"
-    raw = interactive.dump("heatmap", _heatmap(rows=[nasty, "x2"]))
-    block = interactive.data_block(raw)
-    body = block.removeprefix('<script type="application/json" class="llm-figure-data">').removesuffix("</script>")
-    assert "<" not in body and ">" not in body and "&" not in body and "\u2028" not in body
-    assert json.loads(body)["rows"][0] == nasty
-
-
-def test_the_hook_puts_the_data_into_its_figure(tmp_path: Path) -> None:
+def test_the_figure_names_its_data_relative_to_the_page() -> None:
     spec = importlib.util.spec_from_file_location("hook_figures_probe", ROOT / "scripts" / "hook_figures.py")
     assert spec and spec.loader
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
-    data = tmp_path / "data.json"
-    data.write_bytes(interactive.dump("heatmap", _heatmap()))
-    hook._data["probe"] = data
-    html = ('<figure class="llm-figure" data-llm-view="heatmap" id="fig-probe"><p>img</p></figure>'
-            '<figure class="llm-figure" id="fig-plain"><p>img</p></figure>')
-    out = hook.on_page_content(html, None, None, None)
-    assert out.count('class="llm-figure-data"') == 1
-    assert out.index('class="llm-figure-data"') < out.index("<p>img</p>")  # inside the first figure
-    assert out.endswith('<figure class="llm-figure" id="fig-plain"><p>img</p></figure>')
+    specs = registry.discover()
+    markup = hook.figure_markdown(specs["dk-explorer"], "articles/transformer-attention.md",
+                                  "articles/transformer-attention/")
+    assert 'data-llm-view="bars" data-llm-data="../../figures/dk-explorer.data.json"' in markup
+    assert "data-llm" not in hook.figure_markdown(specs["rope-relative"], "articles/transformer-attention.md",
+                                                  "articles/transformer-attention/")
+    assert hook.data_uri(specs["dk-explorer"]) == "figures/dk-explorer.data.json"
 
 
 # --------------------------------------------------------------------------- the pipeline

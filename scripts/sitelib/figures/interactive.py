@@ -4,10 +4,10 @@ A figure may have, next to its drawing, a function that returns the numbers behi
 Python data (dicts, lists, strings, numbers; tensors and arrays are turned into lists). The runner
 calls it once per build, checks it against the view's shape (``check``) and writes it into the
 figure's cache entry as ``data.json`` (``dump``): keys sorted, floats rounded to ``DIGITS``
-decimals, no spaces, so two clean builds give the same bytes. The hook puts it into the page as a
-``<script type="application/json">`` data block inside the figure (``data_block``), where
-``docs/assets/javascripts/figures.js`` reads it. Without JavaScript the block is inert and the
-static SVG is what shows.
+decimals, no spaces, so two clean builds give the same bytes. The hook serves it as
+``figures/<name>.data.json`` and names it in the figure's ``data-llm-data`` attribute, where
+``docs/assets/javascripts/figures.js`` finds and fetches it. Without JavaScript nothing fetches it
+and the static SVG is what shows.
 
 The shapes (``views`` lists every combination of the controls' options exactly once)::
 
@@ -187,10 +187,3 @@ def dump(view: str, data: Any) -> bytes:
     value = {"view": view, **value}
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
 
-
-def data_block(raw: bytes) -> str:
-    """The data as an inert ``<script type="application/json">`` block: no ``<`` or ``>`` or ``&`` left in it,
-    so it cannot close the element or start a comment (JSON allows the ``\\u`` escapes)."""
-    text = raw.decode("utf-8").replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    return f'<script type="application/json" class="llm-figure-data">{text}</script>'
