@@ -66,7 +66,9 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
 
 # --8<-- [start:penalty]
 def apply_repetition_penalty(logits: Tensor, previous: Tensor, penalty: float) -> Tensor:
-    """重复惩罚（CTRL 的做法）：前文出现过的词元，正的 logit 除以 penalty，负的乘以 penalty。
+    """重复惩罚：前文出现过的词元，正的 logit 除以 penalty，负的乘以 penalty。
+
+    CTRL 论文的原始写法是一律除以 penalty；负的分数除以它反而变大，所以这里按正负号分开处理。
 
     logits: (B, V)；previous: (B, T) 的整数张量，已经出现过的词元（提示和已生成的部分）。
     penalty > 1 压低重复，= 1 不变。出现一次和出现十次受到同样的惩罚。
