@@ -17,7 +17,8 @@ from .problems import Problem
 
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 REQUIRED = ("title", "description", "author", "date", "tags")
-OPTIONAL = ("readtime", "comments", "hide", "search")
+OPTIONAL = ("readtime", "comments", "hide", "search", "image")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 ARTICLES_DIR = "articles"
 LISTING = "index.md"
 
@@ -70,7 +71,8 @@ def _is_date(value: Any) -> bool:
 
 
 def check_meta(
-    path: str, fm: frontmatter.FrontMatter, authors: dict[str, Author], tags: dict[str, str]
+    path: str, fm: frontmatter.FrontMatter, authors: dict[str, Author], tags: dict[str, str],
+    docs: Path | None = None,
 ) -> list[Problem]:
     """Validate one article's front matter; return every problem found."""
     if fm.error:
@@ -111,9 +113,26 @@ def check_meta(
     if "readtime" in meta and (not isinstance(meta["readtime"], int) or isinstance(meta["readtime"], bool)
                                or meta["readtime"] < 1):
         out.append(Problem(path, fm.line_of("readtime"), "readtime 应是正整数（分钟）", "例如 readtime: 8"))
+    if "image" in meta:
+        out += _check_image(path, fm, docs)
     if "comments" in meta and not isinstance(meta["comments"], bool):
         out.append(Problem(path, fm.line_of("comments"), "comments 应是 true 或 false"))
     return out
+
+
+def _check_image(path: str, fm: frontmatter.FrontMatter, docs: Path | None) -> list[Problem]:
+    """``image:`` (the share image) is a PNG/JPEG/WebP file under docs/, written relative to docs/."""
+    value, line = fm.meta["image"], fm.line_of("image")
+    fix = "写成 docs/ 下的相对路径，例如 image: assets/images/文章名.png（1200×630 的 PNG 或 JPEG）"
+    if not isinstance(value, str) or not value.strip():
+        return [Problem(path, line, "image 应是图片路径（字符串）", fix)]
+    if "://" in value or value.startswith(("/", "//", "\\")) or ".." in value.split("/"):
+        return [Problem(path, line, f"image 只能指向 docs/ 下的文件：{value}", fix)]
+    if plaintext.problems(value, "description") or not value.lower().endswith(IMAGE_SUFFIXES):
+        return [Problem(path, line, f"image 不是 PNG、JPEG 或 WebP 图片的路径：{value!r}", fix)]
+    if docs is not None and not (docs / value).is_file():
+        return [Problem(path, line, f"image 指向的文件不存在：docs/{value}", fix)]
+    return []
 
 
 def body_with_snippets(body: str, first_line: int, path: str, root: Path = ROOT) -> tuple[str, list[Problem]]:
@@ -141,7 +160,7 @@ def load_article(
     path = rel(file, root)
     if fm is None:
         fm = frontmatter.split(file.read_text(encoding="utf-8"))
-    problems = check_meta(path, fm, authors, tags)
+    problems = check_meta(path, fm, authors, tags, docs=file.resolve().parents[1])
     slug = file.stem
     if not SLUG.match(slug):
         problems.append(Problem(path, 1, f"文件名 {file.name} 不是合法的 slug",

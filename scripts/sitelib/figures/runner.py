@@ -211,6 +211,8 @@ def _draw_job(job: tuple[Planned, Path]) -> tuple[str, float, str | None]:
 def workers_for(count: int) -> int:
     configured = os.environ.get("LLM_FIGURE_WORKERS")
     limit = int(configured) if configured else min(2, os.cpu_count() or 1)
+    if "fork" not in multiprocessing.get_all_start_methods():  # Windows: draw in this one process
+        limit = 1
     return max(1, min(limit, count))
 
 
