@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import html
 import logging
 import posixpath
 import re
@@ -41,6 +42,22 @@ TARGET = "figures"
 _specs: dict[str, registry.FigureSpec] = {}
 
 
+class _Preview:
+    """Under ``mkdocs serve`` a figure that fails does not stop the preview: the error is logged and shown
+    in the page where the figure goes, and the next save that fixes it draws it (``mkdocs build`` stops)."""
+
+    def __init__(self) -> None:
+        self.serving = False
+        self.failed: dict[str, str] = {}  # figure name -> error message, for this build
+
+
+_preview = _Preview()
+
+
+def on_startup(command: str, dirty: bool) -> None:
+    _preview.serving = command == "serve"
+
+
 def _build(names: list[str]) -> None:
     start = time.perf_counter()
     # Each figure has its own limit inside the script. This backstop also covers a figure stuck in C code,
@@ -60,10 +77,19 @@ def on_files(files: Any, config: Any) -> Any:
         raise PluginError(f"图的声明有误：{exc}") from exc
     items = runner.plan(_specs.values())
     stale = [item.spec.name for item in items if not item.cached]
+    _preview.failed = {}
     if stale:
-        _build(stale)
+        try:
+            _build(stale)
+        except PluginError as exc:
+            if not _preview.serving:
+                raise
+            log.error("%s\n（预览继续运行：出错的图在页面上显示为错误信息，改好并保存后会重新生成）", exc)
+            _preview.failed = {name: str(exc) for name in stale}
         items = runner.plan(_specs.values())
     for item in items:
+        if not item.cached and item.spec.name in _preview.failed:
+            continue
         for theme, path in cache.outputs(item.spec, item.key).items():
             if not path.is_file():
                 raise PluginError(f"图 {item.spec.name} 的缓存文件不存在：{path}")
@@ -151,6 +177,11 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             raise PluginError(
                 f"docs/{page.file.src_uri}: 引用了没有声明的图 {name}（已声明：{known}）。"
                 "在 code/figures/ 中用 @figure 声明它，或改正名字。"
+            )
+        if name in _preview.failed:
+            return (
+                f'<div class="admonition failure llm-figure-error"><p class="admonition-title">图 {name} 生成失败</p>'
+                f"<pre>{html.escape(_preview.failed[name])}</pre></div>"
             )
         return figure_markdown(spec, page.file.src_uri, page.url)
 

@@ -46,6 +46,21 @@ DOWNLOAD_ICON = (
     '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path d="M5 20h14v-2H5m14-9h-4V3H9v6H5l7 7z"/></svg>'
 )
 
+class _Preview:
+    """Under ``mkdocs serve`` a lab that fails does not stop the preview: the error is logged, the lab's page
+    is left out until a save fixes it (``mkdocs build`` stops)."""
+
+    def __init__(self) -> None:
+        self.serving = False
+
+
+_preview = _Preview()
+
+
+def on_startup(command: str, dirty: bool) -> None:
+    _preview.serving = command == "serve"
+
+
 _labs: dict[str, labs.Lab] = {}  # by site uri (labs/<name>.ipynb)
 _downloads: dict[str, Any] = {}  # lab uri -> the generated download File
 _bundled: dict[str, list[str]] = {}  # lab uri -> names of the code files inside the download
@@ -65,11 +80,20 @@ def on_files(files: Any, config: Any) -> Any:
     found = labs.discover()
     items = labs.plan(list(found.values()))
     stale = [item.lab.name for item in items if not item.cached]
+    failed: set[str] = set()
     if stale:
-        _execute(stale)
+        try:
+            _execute(stale)
+        except PluginError as exc:
+            if not _preview.serving:
+                raise
+            log.error("%s\n（预览继续运行：这个实验的页面暂时不生成，改好并保存后会重新执行）", exc)
+            failed = set(stale)
         items = labs.plan(list(found.values()))
     _labs, _downloads, _bundled = {}, {}, {}
     for item in items:
+        if not item.cached and item.lab.name in failed:
+            continue
         path = item.notebook()
         if not path.is_file():
             raise PluginError(f"动手实验 {item.lab.name} 的缓存文件不存在：{path}")

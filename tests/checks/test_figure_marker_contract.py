@@ -19,6 +19,7 @@ def _hook_module():
 def test_build_checks_and_bench_share_one_pattern() -> None:
     sys.path.insert(0, str(ROOT / "scripts"))
     from benchlib import variants
+
     from sitelib.checks import figures as check
     from sitelib.figures import registry
 
