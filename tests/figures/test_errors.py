@@ -99,7 +99,7 @@ def test_an_article_embedding_an_undeclared_figure_fails_naming_the_article() ->
     from sitelib.figures import registry
 
     hook_figures._specs = registry.discover()
-    page = SimpleNamespace(file=SimpleNamespace(src_uri="articles/some-article.md"))
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="articles/some-article.md"), url="articles/some-article/")
     with pytest.raises(PluginError) as info:
         hook_figures.on_page_markdown("正文\n\n<!-- figure: nobody-declared-this -->\n", page, {}, None)
     assert "docs/articles/some-article.md" in str(info.value)
