@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import html
+import json
 import logging
 import posixpath
 import re
@@ -37,7 +38,7 @@ from mkdocs.structure.files import File
 from mkdocs.structure.toc import get_toc
 from mkdocs.utils import get_relative_url
 
-from sitelib import labs, worker
+from sitelib import atomic, labs, worker
 
 log = logging.getLogger("mkdocs.hooks.labs")
 SCRIPT = Path(__file__).resolve().parent / "build_labs.py"
@@ -47,8 +48,8 @@ DOWNLOAD_ICON = (
 )
 
 class _Preview:
-    """Under ``mkdocs serve`` a lab that fails does not stop the preview: the error is logged, the lab's page
-    is left out until a save fixes it (``mkdocs build`` stops)."""
+    """Under ``mkdocs serve`` a lab that fails does not stop the preview: the error is logged and the lab's page
+    shows it (a one-cell notebook in its place) until a save fixes it (``mkdocs build`` stops)."""
 
     def __init__(self) -> None:
         self.serving = False
@@ -80,19 +81,23 @@ def on_files(files: Any, config: Any) -> Any:
     found = labs.discover()
     items = labs.plan(list(found.values()))
     stale = [item.lab.name for item in items if not item.cached]
-    failed: set[str] = set()
+    failed: dict[str, str] = {}
     if stale:
         try:
             _execute(stale)
         except PluginError as exc:
             if not _preview.serving:
                 raise
-            log.error("%s\n（预览继续运行：这个实验的页面暂时不生成，改好并保存后会重新执行）", exc)
-            failed = set(stale)
+            log.error("%s\n（预览继续运行：这个实验的页面显示错误信息，改好并保存后会重新执行）", exc)
+            failed = {name: str(exc) for name in stale}
         items = labs.plan(list(found.values()))
     _labs, _downloads, _bundled = {}, {}, {}
     for item in items:
         if not item.cached and item.lab.name in failed:
+            path = _error_notebook(item.lab.name, failed[item.lab.name])
+            file = File.generated(config, item.lab.uri, abs_src_path=str(path))
+            file.src_dir = str(path.parent.parent)  # same layout as a cache entry (see below)
+            files.append(file)
             continue
         path = item.notebook()
         if not path.is_file():
@@ -110,6 +115,20 @@ def on_files(files: Any, config: Any) -> Any:
         _downloads[item.lab.uri] = download
         _bundled[item.lab.uri] = [p.name for p in labs.code_files(item.lab)]
     return files
+
+
+def _error_notebook(name: str, message: str) -> Path:
+    """A one-cell notebook that shows why the lab failed (preview only), laid out like a cache entry."""
+    path = labs.ROOT_DIR / "_preview-errors" / name / labs.LABS_DIR / f"{name}.ipynb"
+    text = f"# 动手实验 {name} 执行失败\n\n改好 labs/{name}.py 并保存后会重新执行。\n\n```text\n{message}\n```\n"
+    notebook = {
+        "cells": [{"cell_type": "markdown", "id": "error", "metadata": {}, "source": text}],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    atomic.write_text(path, json.dumps(notebook, ensure_ascii=False))
+    return path
 
 
 # --------------------------------------------------------------------------- page content
