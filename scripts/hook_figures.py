@@ -156,7 +156,12 @@ def figure_markdown(spec: registry.FigureSpec, page_uri: str, page_url: str = ""
     )
     view = ""
     if spec.data_function:
-        # an attribute, not a Markdown link: relative to the page's URL (MkDocs does not rewrite it)
+        # an attribute, not a Markdown link: relative to the page's URL (MkDocs does not rewrite it); without
+        # one, the URL MkDocs gives the page with directory URLs (articles/x.md -> articles/x/)
+        if not page_url:
+            stem = posixpath.splitext(page_uri)[0]
+            folder = posixpath.dirname(stem) if posixpath.basename(stem) in ("index", "README") else stem
+            page_url = f"{folder}/" if folder else ""
         data = posixpath.relpath(data_uri(spec), posixpath.dirname(page_url) or ".")
         view = f' data-llm-view="{spec.view}" data-llm-data="{data}"'
     return (
@@ -183,7 +188,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
                 f'<div class="admonition failure llm-figure-error"><p class="admonition-title">图 {name} 生成失败</p>'
                 f"<pre>{html.escape(_preview.failed[name])}</pre></div>"
             )
-        return figure_markdown(spec, page.file.src_uri, page.url)
+        return figure_markdown(spec, page.file.src_uri, page.url if spec.data_function else "")
 
     return MARKER.sub(replace, markdown)
 

@@ -127,6 +127,10 @@ def test_the_figure_names_its_data_relative_to_the_page() -> None:
     assert "data-llm" not in hook.figure_markdown(specs["rope-relative"], "articles/transformer-attention.md",
                                                   "articles/transformer-attention/")
     assert hook.data_uri(specs["dk-explorer"]) == "figures/dk-explorer.data.json"
+    # without the page's URL (the benchmark's variants): the one MkDocs gives it with directory URLs
+    assert markup == hook.figure_markdown(specs["dk-explorer"], "articles/transformer-attention.md")
+    home = hook.figure_markdown(specs["dk-explorer"], "index.md")
+    assert 'data-llm-data="figures/dk-explorer.data.json"' in home
 
 
 # --------------------------------------------------------------------------- the pipeline
