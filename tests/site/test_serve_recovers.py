@@ -1,0 +1,146 @@
+"""``mkdocs serve`` survives a broken figure or lab: it says what failed (in the log, and in the page
+where the figure or the lab goes), keeps serving the site, and the next save that fixes it is served
+without a restart. (``mkdocs build`` still stops on the same failures: tests/figures, tests/labs.)
+
+A scratch copy of the repository (figure and lab caches copied from the session's build, so only
+what the test breaks is recomputed) is served on a free port. The test breaks the figure function
+of ``attention-weights``, waits for the error in the server's log, checks the server still answers,
+fixes it and waits for the fixed page; then the same for a lab.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, BuiltSite
+
+FIGURE_MODULE = "code/figures/transformer_attention.py"
+LAB = "labs/attention_lab.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.status, resp.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return 0, str(exc)
+
+
+class Server:
+    def __init__(self, root: Path, log: Path) -> None:
+        self.root, self.log_path, self.port = root, log, _free_port()
+        env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "LLM_SITE_CACHE": str(root / ".cache"),
+               "SITE_URL": f"http://127.0.0.1:{self.port}/"}
+        self._log = log.open("w", encoding="utf-8")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{self.port}"],
+            cwd=root, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self.base = f"http://127.0.0.1:{self.port}/"
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def wait_log(self, needle: str, after: int, timeout: float) -> str:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            text = self.log()[after:]
+            if needle in text:
+                return text
+            assert self.proc.poll() is None, f"mkdocs serve exited:\n{self.log()[-3000:]}"
+            time.sleep(0.5)
+        raise AssertionError(f"{needle!r} not in the serve log within {timeout:.0f} s:\n{self.log()[after:][-3000:]}")
+
+    def wait_page(self, path: str, needle: str, timeout: float) -> None:
+        end = time.monotonic() + timeout
+        body = ""
+        while time.monotonic() < end:
+            status, body = _get(self.base + path)
+            if status == 200 and needle in body:
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"{path} never showed {needle!r}; last response: {body[:300]}\n{self.log()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._log.close()
+
+
+@pytest.mark.slow
+def test_serve_reports_a_broken_figure_and_lab_and_recovers(built_site: BuiltSite, tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.ipynb")
+    for folder in ("docs", "data", "code", "labs", "scripts", "overrides"):
+        shutil.copytree(ROOT / folder, root / folder, ignore=ignore)
+    shutil.copy2(ROOT / "mkdocs.yml", root / "mkdocs.yml")
+    if (ROOT / "node_modules").exists():
+        (root / "node_modules").symlink_to(ROOT / "node_modules")
+    cache = Path(os.environ.get("LLM_SITE_CACHE", ROOT / ".cache"))
+    shutil.copytree(cache, root / ".cache", symlinks=True)
+
+    server = Server(root, tmp_path / "serve.log")
+    try:
+        server.wait_page("articles/transformer-attention/", "<h1", timeout=600)
+
+        # 1. a figure function that raises
+        module = root / FIGURE_MODULE
+        good = module.read_text(encoding="utf-8")
+        line = good.splitlines().index("def attention_weights():") + 1
+        mark = len(server.log())
+        module.write_text(good.replace("def attention_weights():\n",
+                                       "def attention_weights():\n    raise ValueError('测试：图坏了')\n", 1),
+                          encoding="utf-8")
+        text = server.wait_log("测试：图坏了", mark, timeout=600)
+        assert "attention-weights" in text and f"{FIGURE_MODULE}:{line}" in text, text[-3000:]
+        # the preview goes on: the page is served, with the error where the figure goes
+        server.wait_page("articles/transformer-attention/", "图 attention-weights 生成失败", timeout=120)
+        status, body = _get(server.base + "articles/transformer-attention/")
+        assert status == 200 and "测试：图坏了" in body and f"{FIGURE_MODULE}:{line}" in body
+        mark = len(server.log())
+        module.write_text(good, encoding="utf-8")
+        server.wait_log("Documentation built", mark, timeout=600)
+        server.wait_page("articles/transformer-attention/", "attention-weights.light.svg", timeout=60)
+        assert "生成失败" not in _get(server.base + "articles/transformer-attention/")[1]
+
+        # 2. a lab whose cell raises
+        lab = root / LAB
+        good_lab = lab.read_text(encoding="utf-8")
+        first_code = good_lab.index("# %%\n")
+        mark = len(server.log())
+        lab.write_text(good_lab[:first_code] + "# %%\nraise RuntimeError('测试：实验坏了')\n\n" + good_lab[first_code:],
+                       encoding="utf-8")
+        text = server.wait_log("测试：实验坏了", mark, timeout=600)
+        assert "attention_lab" in text, text[-3000:]
+        server.wait_log("Documentation built", mark, timeout=600)  # the rest of the site is rebuilt and served
+        status, _ = _get(server.base)
+        assert status == 200
+        server.wait_page("labs/attention_lab/", "测试：实验坏了", timeout=60)  # the error where the lab goes
+        mark = len(server.log())
+        lab.write_text(good_lab, encoding="utf-8")
+        server.wait_log("Documentation built", mark, timeout=900)
+        status, body = _get(server.base + "labs/attention_lab/")
+        assert status == 200 and "执行失败" not in body
+    finally:
+        server.stop()
