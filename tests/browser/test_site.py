@@ -137,8 +137,11 @@ def test_math_after_instant_navigation(page, site_server, built_site, content):
 
 IMAGE_REPORT = """async (skipSuffix) => {
   // The navigation drawer repeats the header's logo; Material shows it only on narrow screens.
+  // A figure whose interactive view is mounted (figures.js) hides its static fallback images, which
+  // then never load: tests/browser/test_interactive_figures.py checks those (no-JS and print).
   const imgs = [...document.querySelectorAll('img')]
-    .filter(i => !i.getAttribute('src').endsWith(skipSuffix) && !i.closest('.md-nav .md-logo'));
+    .filter(i => !i.getAttribute('src').endsWith(skipSuffix) && !i.closest('.md-nav .md-logo')
+                 && !i.closest('.llm-figure--live'));
   const out = [];
   for (const img of imgs) {
     img.scrollIntoView({block: 'center'});

@@ -13,8 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("code", "docs", "data", "labs", "scripts", "overrides", "tests", "mkdocs.yml", "pyproject.toml")
 ARGS = [
-    "--slug", "kv-cache", "--title", "KV 缓存：让生成快起来",
-    "--summary", "解释推理时为什么要缓存键和值，以及它省下了多少计算。",
+    "--slug", "speculative-decoding", "--title", "投机解码：让生成快起来",
+    "--summary", "用小模型先猜几个词、大模型一次核对，讲清它为什么能让生成更快。",
     "--author", "guohua", "--tags", "Transformer,PyTorch", "--stage", "1",
 ]
 
@@ -49,9 +49,9 @@ def snapshot(repo: Path) -> dict[str, bytes]:
 def test_creates_article_module_test_and_route_entry(repo: Path) -> None:
     proc = scaffold(repo, *ARGS, "--after", "transformer-attention")
     assert proc.returncode == 0, proc.stderr
-    assert (repo / "docs/articles/kv-cache.md").is_file()
-    assert (repo / "code/kv_cache.py").is_file()
-    assert (repo / "tests/code/test_kv_cache.py").is_file()
+    assert (repo / "docs/articles/speculative-decoding.md").is_file()
+    assert (repo / "code/speculative_decoding.py").is_file()
+    assert (repo / "tests/code/test_speculative_decoding.py").is_file()
     sys.path.insert(0, str(repo / "scripts"))
     try:
         from sitelib.catalog import load_route
@@ -61,17 +61,19 @@ def test_creates_article_module_test_and_route_entry(repo: Path) -> None:
         sys.path.remove(str(repo / "scripts"))
     order = [entry.slug for entry in route.entries]
     assert not problems
-    assert order.index("kv-cache") == order.index("transformer-attention") + 1
+    assert order.index("speculative-decoding") == order.index("transformer-attention") + 1
     # comments of the route file are kept
     assert "唯一来源" in (repo / "data/route.yml").read_text(encoding="utf-8")
 
 
 def test_generated_module_runs_and_its_test_passes(repo: Path) -> None:
     assert scaffold(repo, *ARGS).returncode == 0
-    run = subprocess.run([sys.executable, "code/kv_cache.py"], cwd=repo, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "code/speculative_decoding.py"], cwd=repo, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0 and run.stdout.strip()
     tests = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/code/test_kv_cache.py"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/code/test_speculative_decoding.py"],
         cwd=repo, capture_output=True, text=True, timeout=300,
     )
     assert tests.returncode == 0, tests.stdout + tests.stderr
@@ -94,9 +96,9 @@ def test_generated_article_builds_strict_and_is_listed(repo: Path) -> None:
     assert build.returncode == 0, build.stdout + build.stderr
     assert "WARNING" not in build.stderr
     site = repo / "site"
-    assert (site / "articles/kv-cache/index.html").is_file()
+    assert (site / "articles/speculative-decoding/index.html").is_file()
     for page in ("articles/index.html", "route/index.html", "tags/index.html"):
-        assert "KV 缓存：让生成快起来" in (site / page).read_text(encoding="utf-8"), page
+        assert "投机解码：让生成快起来" in (site / page).read_text(encoding="utf-8"), page
 
 
 @pytest.mark.parametrize(
