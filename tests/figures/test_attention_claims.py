@@ -18,19 +18,21 @@ import importlib.util
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from decimal import Decimal
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
 import pytest
 import torch
 
+from . import claims
+from .claims import Claim, approx, below_power_of_ten, holds, span
+
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ROOT / "code"
 ARTICLE = ROOT / "docs" / "articles" / "transformer-attention.md"
 FIGURES = CODE / "figures" / "transformer_attention.py"
+SOURCES = claims.Sources(ROOT, ARTICLE, FIGURES)
 if str(CODE) not in sys.path:
     sys.path.insert(0, str(CODE))
 if str(ROOT / "scripts") not in sys.path:
@@ -43,8 +45,6 @@ from positional_encoding import (  # noqa: E402
     apply_rope,
     sinusoidal_position_encoding,
 )
-
-from sitelib.figures import registry  # noqa: E402
 
 D_KS = (4, 8, 16, 32, 64, 128, 256, 512)
 N_QUERIES, N_KEYS = 256, 64
@@ -310,67 +310,6 @@ def fact_learned_embedding_refuses_long_input() -> bool:
 # --------------------------------------------------------------------------- the table
 
 
-Check = Callable[[list[Decimal]], str | None]
-
-
-def _half_unit(stated: Decimal) -> float:
-    """Half a unit in the last stated digit: '0.79' may stand for anything in [0.785, 0.795]."""
-    return 0.5 * 10.0 ** stated.as_tuple().exponent
-
-
-def approx(*values: Callable[[], float], exact: bool = False) -> Check:
-    """Each stated number is the recomputed one, rounded as written (or exactly equal)."""
-
-    def check(stated: list[Decimal]) -> str | None:
-        actual = [f() for f in values]
-        for s, a in zip(stated, actual, strict=True):
-            tol = 0.0 if exact else _half_unit(s) + 1e-12
-            if abs(float(s) - a) > tol:
-                return f"states {s}, recomputed {a:.6g}"
-        return None
-
-    return check
-
-
-def span(values: Callable[[], Sequence[float]]) -> Check:
-    """'between a and b': every value within the range as rounded, and the range as tight as written."""
-
-    def check(stated: list[Decimal]) -> str | None:
-        lo, hi = stated
-        vals = list(values())
-        if abs(min(vals) - float(lo)) > _half_unit(lo) or abs(max(vals) - float(hi)) > _half_unit(hi):
-            return f"states {lo} to {hi}, recomputed {min(vals):.6g} to {max(vals):.6g}"
-        return None
-
-    return check
-
-
-def below_power_of_ten(value: Callable[[], float]) -> Check:
-    """'smaller than 10^n', with n the stated exponent."""
-
-    def check(stated: list[Decimal]) -> str | None:
-        bound = 10.0 ** int(stated[0])
-        actual = value()
-        return None if actual < bound else f"states below {bound:g}, recomputed {actual:.6g}"
-
-    return check
-
-
-def holds(fact: Callable[[], bool]) -> Check:
-    def check(stated: list[Decimal]) -> str | None:
-        return None if fact() else f"does not hold: {fact.__name__}"
-
-    return check
-
-
-@dataclass(frozen=True)
-class Claim:
-    name: str
-    where: str  # "article" or the name of a figure (its caption and title)
-    pattern: str  # must match; its groups are the stated numbers, in order
-    check: Check
-
-
 def name_head_threshold() -> float:
     """The score a head needs before code/tiny_transformer.py gives it a role (the caption quotes it)."""
     import inspect
@@ -539,52 +478,9 @@ CLAIMS = [
 # --------------------------------------------------------------------------- locating the sentences
 
 
-@dataclass(frozen=True)
-class Place:
-    where: str  # file:line, for the failure message
-    text: str
-
-
-def article_lines() -> list[Place]:
-    lines = ARTICLE.read_text(encoding="utf-8").splitlines()
-    rel = ARTICLE.relative_to(ROOT)
-    return [Place(f"{rel}:{i}", line) for i, line in enumerate(lines, 1)]
-
-
-def figure_texts() -> dict[str, Place]:
-    specs = registry.parse_module(FIGURES)
-    rel = FIGURES.relative_to(ROOT)
-    return {s.name: Place(f"{rel}:{s.line} (figure {s.name})", f"{s.title}\n{s.caption}") for s in specs}
-
-
-def places_of(claim: Claim) -> list[tuple[Place, re.Match[str]]]:
-    if claim.where == "article":
-        candidates = article_lines()
-    else:
-        figures = figure_texts()
-        assert claim.where in figures, f"figure {claim.where!r} is no longer declared in {FIGURES.relative_to(ROOT)}"
-        candidates = [figures[claim.where]]
-    found = []
-    for place in candidates:
-        for line in place.text.splitlines():
-            m = re.search(claim.pattern, line)
-            if m:
-                found.append((place, m))
-    return found
-
-
 @pytest.mark.parametrize("claim", CLAIMS, ids=[f"{c.where}:{c.name}" for c in CLAIMS])
 def test_claim_holds(claim: Claim) -> None:
-    found = places_of(claim)
-    where = ARTICLE.relative_to(ROOT) if claim.where == "article" else f"the caption of figure {claim.where}"
-    assert found, (
-        f"the claim {claim.name!r} is no longer in {where} (pattern {claim.pattern!r}): "
-        "if the sentence was reworded, update the pattern here; if the claim was dropped, drop the entry"
-    )
-    for place, m in found:
-        stated = [Decimal(g) for g in m.groups() if g is not None]
-        problem = claim.check(stated)
-        assert problem is None, f"{place.where}: 「{m.group(0)}」 {problem}"
+    SOURCES.assert_holds(claim)
 
 
 # --------------------------------------------------------------------------- the recipe is the figures' recipe
@@ -645,9 +541,9 @@ NOT_COMPUTED: dict[str, str] = {}
 def test_every_decimal_in_the_article_is_a_checked_claim() -> None:
     """A new decimal number or percentage in the prose or a caption needs an entry in CLAIMS."""
     covered: dict[str, list[tuple[int, int]]] = {}
-    sources = {"article": article_lines(), **{name: [place] for name, place in figure_texts().items()}}
+    sources = {"article": SOURCES.article_lines(), **{name: [place] for name, place in SOURCES.figure_texts().items()}}
     for claim in CLAIMS:
-        for place, m in places_of(claim):
+        for place, m in SOURCES.places_of(claim):
             covered.setdefault(place.where + "|" + m.string, []).append(m.span())
     unchecked = []
     for places in sources.values():

@@ -18,8 +18,7 @@ import inspect
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
@@ -30,10 +29,14 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from . import claims
+from .claims import Check, Claim, approx, below_power_of_ten, holds, span
+
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ROOT / "code"
 ARTICLE = ROOT / "docs" / "articles" / "transformer-block.md"
 FIGURES = CODE / "figures" / "transformer_block.py"
+SOURCES = claims.Sources(ROOT, ARTICLE, FIGURES)
 for path in (CODE, ROOT / "scripts"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
@@ -42,8 +45,6 @@ from attention import causal_mask  # noqa: E402
 from block_depth import make_stack  # noqa: E402
 from feed_forward import swiglu_hidden_dim  # noqa: E402
 from transformer_block import TransformerBlock  # noqa: E402
-
-from sitelib.figures import registry  # noqa: E402
 
 # The recipe of the figures, as their captions and code/block_depth.py state it
 DEPTH = 32  # blocks in the residual-stream experiment
@@ -293,41 +294,6 @@ def fact_sdpa_bool_mask_true_is_allowed() -> bool:
 # --------------------------------------------------------------------------- the table
 
 
-Check = Callable[[list[Decimal]], str | None]
-
-
-def _half_unit(stated: Decimal) -> float:
-    """Half a unit in the last stated digit: '0.68' may stand for anything in [0.675, 0.685]."""
-    return 0.5 * 10.0 ** stated.as_tuple().exponent
-
-
-def approx(*values: Callable[[], float], exact: bool = False) -> Check:
-    """Each stated number is the recomputed one, rounded as written (or exactly equal)."""
-
-    def check(stated: list[Decimal]) -> str | None:
-        for s, f in zip(stated, values, strict=True):
-            actual = f()
-            tol = 0.0 if exact else _half_unit(s) + 1e-12
-            if abs(float(s) - actual) > tol:
-                return f"states {s}, recomputed {actual:.6g}"
-        return None
-
-    return check
-
-
-def span(values: Callable[[], Sequence[float]]) -> Check:
-    """'between a and b': the smallest and largest values, each as rounded."""
-
-    def check(stated: list[Decimal]) -> str | None:
-        lo, hi = stated
-        vals = list(values())
-        if abs(min(vals) - float(lo)) > _half_unit(lo) or abs(max(vals) - float(hi)) > _half_unit(hi):
-            return f"states {lo} to {hi}, recomputed {min(vals):.6g} to {max(vals):.6g}"
-        return None
-
-    return check
-
-
 def power_of_ten(value: Callable[[], float]) -> Check:
     """'about 10^n': n is log10 of the value, rounded."""
 
@@ -338,29 +304,6 @@ def power_of_ten(value: Callable[[], float]) -> Check:
         return f"states 10^{stated[0]}, recomputed {actual:.3g}"
 
     return check
-
-
-def below_power_of_ten(value: Callable[[], float]) -> Check:
-    def check(stated: list[Decimal]) -> str | None:
-        actual = value()
-        return None if actual < 10.0 ** int(stated[0]) else f"states below 10^{stated[0]}, recomputed {actual:.3g}"
-
-    return check
-
-
-def holds(fact: Callable[[], bool]) -> Check:
-    def check(stated: list[Decimal]) -> str | None:
-        return None if fact() else f"does not hold: {fact.__name__}"
-
-    return check
-
-
-@dataclass(frozen=True)
-class Claim:
-    name: str
-    where: str  # "article" or the name of a figure (its title and caption)
-    pattern: str  # must match; its groups are the stated numbers, in order (thousands separators allowed)
-    check: Check
 
 
 N = r"(\d[\d,]*(?:\.\d+)?)"  # a stated number, possibly with thousands separators
@@ -451,46 +394,9 @@ CLAIMS = [
 # --------------------------------------------------------------------------- locating the sentences
 
 
-@dataclass(frozen=True)
-class Place:
-    where: str  # file:line, for the failure message
-    text: str
-
-
-def article_lines() -> list[Place]:
-    rel = ARTICLE.relative_to(ROOT)
-    return [Place(f"{rel}:{i}", line) for i, line in enumerate(ARTICLE.read_text(encoding="utf-8").splitlines(), 1)]
-
-
-def figure_texts() -> dict[str, Place]:
-    rel = FIGURES.relative_to(ROOT)
-    return {s.name: Place(f"{rel}:{s.line} (figure {s.name})", f"{s.title}\n{s.caption}")
-            for s in registry.parse_module(FIGURES)}
-
-
-def places_of(claim: Claim) -> list[tuple[Place, re.Match[str]]]:
-    if claim.where == "article":
-        candidates = article_lines()
-    else:
-        figures = figure_texts()
-        assert claim.where in figures, f"figure {claim.where!r} is no longer declared in {FIGURES.relative_to(ROOT)}"
-        candidates = [figures[claim.where]]
-    return [(place, m) for place in candidates for line in place.text.splitlines()
-            if (m := re.search(claim.pattern, line))]
-
-
 @pytest.mark.parametrize("claim", CLAIMS, ids=[f"{c.where}:{c.name}" for c in CLAIMS])
 def test_claim_holds(claim: Claim) -> None:
-    found = places_of(claim)
-    where = ARTICLE.relative_to(ROOT) if claim.where == "article" else f"the caption of figure {claim.where}"
-    assert found, (
-        f"the claim {claim.name!r} is no longer in {where} (pattern {claim.pattern!r}): "
-        "if the sentence was reworded, update the pattern here; if the claim was dropped, drop the entry"
-    )
-    for place, m in found:
-        stated = [Decimal(g.replace(",", "")) for g in m.groups() if g is not None]
-        problem = claim.check(stated)
-        assert problem is None, f"{place.where}: 「{m.group(0)}」 {problem}"
+    SOURCES.assert_holds(claim)
 
 
 # --------------------------------------------------------------------------- the recipe is the figures' recipe
@@ -552,10 +458,10 @@ def test_every_number_in_the_article_is_a_checked_claim() -> None:
     """A new decimal, percentage or thousands-separated number in the prose or a caption needs an entry in CLAIMS."""
     covered: dict[str, list[tuple[int, int]]] = {}
     for claim in CLAIMS:
-        for place, m in places_of(claim):
+        for place, m in SOURCES.places_of(claim):
             covered.setdefault(place.where + "|" + m.string, []).append(m.span())
     unchecked = []
-    sources = [article_lines(), *([p] for p in figure_texts().values())]
+    sources = [SOURCES.article_lines(), *([p] for p in SOURCES.figure_texts().values())]
     for places in sources:
         in_code = False
         for place in places:

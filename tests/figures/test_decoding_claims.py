@@ -23,7 +23,6 @@ import math
 import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
@@ -34,10 +33,15 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from . import claims
+from .claims import Check, Claim, approx, holds
+from .claims import half_unit as _half_unit
+
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ROOT / "code"
 ARTICLE = ROOT / "docs" / "articles" / "decoding.md"
 FIGURES = CODE / "figures" / "decoding.py"
+SOURCES = claims.Sources(ROOT, ARTICLE, FIGURES)
 for path in (CODE, ROOT / "scripts"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
@@ -46,8 +50,6 @@ from attention import scaled_dot_product_attention  # noqa: E402
 from kv_cache import generate  # noqa: E402
 from sampling import sample  # noqa: E402
 from tiny_transformer import TinyConfig, TinyTransformer  # noqa: E402
-
-from sitelib.figures import registry  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -249,27 +251,6 @@ def fact_equal_at_6d() -> bool:
 # --------------------------------------------------------------------------- checks
 
 
-Check = Callable[[list[Decimal]], str | None]
-
-
-def _half_unit(stated: Decimal) -> float:
-    return 0.5 * 10.0 ** stated.as_tuple().exponent
-
-
-def approx(*values: Callable[[], float], exact: bool = False) -> Check:
-    """Each stated number is the recomputed one, rounded as written (or exactly equal)."""
-
-    def check(stated: list[Decimal]) -> str | None:
-        for s, f in zip(stated, values, strict=True):
-            actual = f()
-            tol = 0.0 if exact else _half_unit(s) + 1e-12
-            if abs(float(s) - actual) > tol:
-                return f"states {s}, recomputed {actual:.6g}"
-        return None
-
-    return check
-
-
 def scientific(*values: Callable[[], float]) -> Check:
     """Stated as mantissa x 10^exponent (groups alternate): the mantissa as rounded."""
 
@@ -281,21 +262,6 @@ def scientific(*values: Callable[[], float]) -> Check:
         return None
 
     return check
-
-
-def holds(fact: Callable[[], bool]) -> Check:
-    def check(stated: list[Decimal]) -> str | None:
-        return None if fact() else f"does not hold: {fact.__name__}"
-
-    return check
-
-
-@dataclass(frozen=True)
-class Claim:
-    name: str
-    where: str  # "article" or the name of a figure (its title and caption)
-    pattern: str  # must match; its groups are the stated numbers, in order
-    check: Check
 
 
 N = r"(\d[\d,]*(?:\.\d+)?)"
@@ -376,46 +342,9 @@ CLAIMS = [
 # --------------------------------------------------------------------------- locating the sentences
 
 
-@dataclass(frozen=True)
-class Place:
-    where: str
-    text: str
-
-
-def article_lines() -> list[Place]:
-    rel = ARTICLE.relative_to(ROOT)
-    return [Place(f"{rel}:{i}", line) for i, line in enumerate(ARTICLE.read_text(encoding="utf-8").splitlines(), 1)]
-
-
-def figure_texts() -> dict[str, Place]:
-    rel = FIGURES.relative_to(ROOT)
-    return {s.name: Place(f"{rel}:{s.line} (figure {s.name})", f"{s.title}\n{s.caption}")
-            for s in registry.parse_module(FIGURES)}
-
-
-def places_of(claim: Claim) -> list[tuple[Place, re.Match[str]]]:
-    if claim.where == "article":
-        candidates = article_lines()
-    else:
-        figures = figure_texts()
-        assert claim.where in figures, f"figure {claim.where!r} is no longer declared in {FIGURES.relative_to(ROOT)}"
-        candidates = [figures[claim.where]]
-    return [(place, m) for place in candidates for line in place.text.splitlines()
-            if (m := re.search(claim.pattern, line))]
-
-
 @pytest.mark.parametrize("claim", CLAIMS, ids=[f"{c.where}:{c.name}" for c in CLAIMS])
 def test_claim_holds(claim: Claim) -> None:
-    found = places_of(claim)
-    where = ARTICLE.relative_to(ROOT) if claim.where == "article" else f"the caption of figure {claim.where}"
-    assert found, (
-        f"the claim {claim.name!r} is no longer in {where} (pattern {claim.pattern!r}): "
-        "if the sentence was reworded, update the pattern here; if the claim was dropped, drop the entry"
-    )
-    for place, m in found:
-        stated = [Decimal(g.replace(",", "")) for g in m.groups() if g is not None]
-        problem = claim.check(stated)
-        assert problem is None, f"{place.where}: 「{m.group(0)}」 {problem}"
+    SOURCES.assert_holds(claim)
 
 
 # --------------------------------------------------------------------------- the recipe is the figures' recipe
@@ -470,10 +399,10 @@ NOT_COMPUTED: dict[str, str] = {
 def test_every_number_in_the_article_is_a_checked_claim() -> None:
     covered: dict[str, list[tuple[int, int]]] = {}
     for claim in CLAIMS:
-        for place, m in places_of(claim):
+        for place, m in SOURCES.places_of(claim):
             covered.setdefault(place.where + "|" + m.string, []).append(m.span())
     unchecked = []
-    sources = [article_lines(), *([p] for p in figure_texts().values())]
+    sources = [SOURCES.article_lines(), *([p] for p in SOURCES.figure_texts().values())]
     for places in sources:
         in_code = False
         for place in places:

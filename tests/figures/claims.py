@@ -1,0 +1,122 @@
+"""Shared machinery of the claims tests: a stated number is found in an article or a figure caption and
+recomputed. Each ``test_*_claims.py`` keeps its own recomputations and table of claims."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from sitelib.figures import registry
+
+Check = Callable[[list[Decimal]], "str | None"]
+
+
+def half_unit(stated: Decimal) -> float:
+    """Half a unit in the last stated digit: '0.79' may stand for anything in [0.785, 0.795]."""
+    return 0.5 * 10.0 ** stated.as_tuple().exponent
+
+
+def approx(*values: Callable[[], float], exact: bool = False) -> Check:
+    """Each stated number is the recomputed one, rounded as written (or exactly equal)."""
+
+    def check(stated: list[Decimal]) -> str | None:
+        actual = [f() for f in values]
+        for s, a in zip(stated, actual, strict=True):
+            tol = 0.0 if exact else half_unit(s) + 1e-12
+            if abs(float(s) - a) > tol:
+                return f"states {s}, recomputed {a:.6g}"
+        return None
+
+    return check
+
+
+def span(values: Callable[[], Sequence[float]]) -> Check:
+    """'between a and b': every value within the range as rounded, and the range as tight as written."""
+
+    def check(stated: list[Decimal]) -> str | None:
+        lo, hi = stated
+        vals = list(values())
+        if abs(min(vals) - float(lo)) > half_unit(lo) or abs(max(vals) - float(hi)) > half_unit(hi):
+            return f"states {lo} to {hi}, recomputed {min(vals):.6g} to {max(vals):.6g}"
+        return None
+
+    return check
+
+
+def below_power_of_ten(value: Callable[[], float]) -> Check:
+    """'smaller than 10^n', with n the stated exponent."""
+
+    def check(stated: list[Decimal]) -> str | None:
+        bound = 10.0 ** int(stated[0])
+        actual = value()
+        return None if actual < bound else f"states below {bound:g}, recomputed {actual:.6g}"
+
+    return check
+
+
+def holds(fact: Callable[[], bool]) -> Check:
+    def check(stated: list[Decimal]) -> str | None:
+        return None if fact() else f"does not hold: {fact.__name__}"
+
+    return check
+
+
+@dataclass(frozen=True)
+class Claim:
+    name: str
+    where: str  # "article" or the name of a figure (its title and caption)
+    pattern: str  # must match; its groups are the stated numbers, in order (thousands separators allowed)
+    check: Check
+
+
+@dataclass(frozen=True)
+class Place:
+    where: str  # file:line, for the failure message
+    text: str
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The article and the figure module whose sentences and captions the claims are about."""
+
+    root: Path
+    article: Path
+    figures: Path
+
+    def article_lines(self) -> list[Place]:
+        rel = self.article.relative_to(self.root)
+        text = self.article.read_text(encoding="utf-8")
+        return [Place(f"{rel}:{i}", line) for i, line in enumerate(text.splitlines(), 1)]
+
+    def figure_texts(self) -> dict[str, Place]:
+        rel = self.figures.relative_to(self.root)
+        return {s.name: Place(f"{rel}:{s.line} (figure {s.name})", f"{s.title}\n{s.caption}")
+                for s in registry.parse_module(self.figures)}
+
+    def places_of(self, claim: Claim) -> list[tuple[Place, re.Match[str]]]:
+        if claim.where == "article":
+            candidates = self.article_lines()
+        else:
+            figures = self.figure_texts()
+            assert claim.where in figures, (
+                f"figure {claim.where!r} is no longer declared in {self.figures.relative_to(self.root)}"
+            )
+            candidates = [figures[claim.where]]
+        return [(place, m) for place in candidates for line in place.text.splitlines()
+                if (m := re.search(claim.pattern, line))]
+
+    def assert_holds(self, claim: Claim) -> None:
+        found = self.places_of(claim)
+        where = (self.article.relative_to(self.root) if claim.where == "article"
+                 else f"the caption of figure {claim.where}")
+        assert found, (
+            f"the claim {claim.name!r} is no longer in {where} (pattern {claim.pattern!r}): "
+            "if the sentence was reworded, update the pattern here; if the claim was dropped, drop the entry"
+        )
+        for place, m in found:
+            stated = [Decimal(g.replace(",", "")) for g in m.groups() if g is not None]
+            problem = claim.check(stated)
+            assert problem is None, f"{place.where}: 「{m.group(0)}」 {problem}"
