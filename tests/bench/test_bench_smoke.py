@@ -1,4 +1,4 @@
-"""Smoke tests of the benchmark harness (scripts/bench.py, scripts/benchlib/): tiny N, no timing assertions.
+"""Smoke tests of the benchmark harness (bench/, ``python -m llmsite bench``): tiny N, no timing assertions.
 
 They check that the pieces produce valid input for the measurements: synthetic
 articles that pass the project's own validation, a baseline config MkDocs
@@ -15,9 +15,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from benchlib import build, hugo, report, synth, variants, weight
-from benchlib.common import REPO, Samples, Workspace, paired_ratio, read_config, rotate
-from benchlib.httpd import serve
+
+from bench import build, hugo, report, synth, variants, weight
+from bench.common import Samples, Workspace, paired_ratio, read_config, rotate
+from bench.httpd import serve
 
 
 @pytest.fixture
@@ -28,7 +29,7 @@ def ws(tmp_path: Path) -> Workspace:
 def test_workspace_is_a_copy(ws: Workspace) -> None:
     assert (ws.root / "mkdocs.yml").is_file()
     assert (ws.docs / "articles" / "transformer-attention.md").is_file()
-    assert (ws.root / "scripts" / "hook_content.py").is_file()
+    assert (ws.root / "llmsite" / "mkdocs" / "plugin.py").is_file()
     assert not (ws.root / "node_modules").exists(), "the build needs no Node packages"
     env = ws.env()
     assert env["LLM_SITE_CACHE"] == str(ws.cache)
@@ -36,7 +37,7 @@ def test_workspace_is_a_copy(ws: Workspace) -> None:
 
 
 def test_synthetic_articles_pass_the_project_checks(ws: Workspace) -> None:
-    from sitelib.articles import load_site
+    from llmsite.content.articles import load_site
 
     made = synth.add_articles(ws.root, 3, seed=1)
     assert [a.slug for a in made] == ["bench-0001", "bench-0002", "bench-0003"]
@@ -69,6 +70,7 @@ def test_baseline_config_is_accepted_by_mkdocs(ws: Workspace, tmp_path: Path) ->
     cfg = load_config(config_file=str(path))
     assert list(cfg["plugins"].keys()) == ["material/search"]
     assert not cfg["hooks"]
+    assert "llmsite" not in cfg["plugins"]
     docs = ws.root / variants.BASELINE_DOCS
     article = (docs / "articles" / "transformer-attention.md").read_text(encoding="utf-8")
     assert "<!-- figure:" not in article and 'class="llm-figure"' in article
@@ -78,17 +80,19 @@ def test_baseline_config_is_accepted_by_mkdocs(ws: Workspace, tmp_path: Path) ->
     assert stages == [s["title"] for s in read_config(ws.root / "data" / "route.yml")["stages"]]
 
 
-def test_nofig_config_drops_only_the_figure_hook(ws: Workspace, tmp_path: Path) -> None:
+def test_nofig_config_turns_off_only_the_figure_step(ws: Workspace, tmp_path: Path) -> None:
     (tmp_path / "site" / "figures").mkdir(parents=True)
     path = variants.prepare_nofig(ws, tmp_path / "site")
-    hooks = variants.project_hooks(ws.root)
-    child = read_config(path)
-    assert variants.FIGURE_HOOK in hooks
-    assert child["hooks"] == [h for h in hooks if h != variants.FIGURE_HOOK]
+    plugins = variants.project_plugins(ws.root)
+    child = read_config(path)["plugins"]
+    ours = [p for p in plugins if isinstance(p, dict) and "llmsite" in p]
+    assert len(ours) == 1 and ours[0]["llmsite"].get("figures", True) is True
+    changed = [(a, b) for a, b in zip(plugins, child, strict=True) if a != b]
+    assert changed == [(ours[0], {"llmsite": {**ours[0]["llmsite"], "figures": False}})]
 
 
 def test_edits_make_unique_markers(ws: Workspace) -> None:
-    from sitelib.snippets import sections
+    from llmsite.content.snippets import sections
 
     marker = build.append_article_line(ws, "t")
     assert marker in (ws.root / build.ARTICLE).read_text(encoding="utf-8")
@@ -171,23 +175,19 @@ def test_report_renders_partial_results() -> None:
 
 
 def test_search_index_hook_rewrites_compactly(tmp_path: Path) -> None:
-    """scripts/hook_search_index.py: same JSON value, UTF-8 instead of escapes, an ordinary file mode."""
-    import importlib.util
+    """llmsite/mkdocs/search_index.py: same JSON value, UTF-8 instead of escapes, an ordinary file mode."""
+    from llmsite.mkdocs import search_index as hook
 
-    spec = importlib.util.spec_from_file_location("hook_search_index", REPO / "scripts" / "hook_search_index.py")
-    assert spec is not None and spec.loader is not None
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
     data = {"config": {"separator": "[\\s\\u200b]+"}, "docs": [{"location": "a/", "title": "多头\u200b注意力"}]}
     index = tmp_path / "search" / "search_index.json"
     index.parent.mkdir()
     escaped = json.dumps(data, separators=(",", ":")).encode()
     index.write_bytes(escaped)
-    hook.on_post_build({"site_dir": str(tmp_path)})
+    hook.rewrite(tmp_path, budget_kb=0)
     written = index.read_bytes()
     assert json.loads(written) == data
     assert len(written) < len(escaped) and "注意力".encode() in written
     assert index.stat().st_mode & 0o044  # readable by others, unlike mkstemp's 0600
     assert not list(index.parent.glob(".search_index-*"))
     assert hook.compact(b'{"t":"\\ud800"}') is None  # a lone surrogate stays escaped
-    hook.on_post_build({"site_dir": str(tmp_path / "nowhere")})  # no index: nothing to do
+    hook.rewrite(tmp_path / "nowhere", budget_kb=0)  # no index: nothing to do

@@ -50,7 +50,7 @@ def trained_heads() -> tuple[list[int], list[torch.Tensor]]:
     """The reference model (as the build caches it) on the example sequence: tokens, per-layer (heads, T, T)."""
     from tiny_transformer import load_trained, make_repeat_batch
 
-    from sitelib import artifacts
+    from llmsite import artifacts
 
     path = artifacts.ensure([artifacts.discover()["tiny-transformer"]])["tiny-transformer"]
     model, _ = load_trained(path)

@@ -3,12 +3,11 @@
 ``repo`` copies docs/, data/, code/ and mkdocs.yml into a temporary directory
 and adds one article, ``docs/articles/checks-sample.md``, that passes every
 check (and is in the learning route). Tests break it one way at a time and run
-``scripts/check_content.py --root <tmp>`` in-process.
+``python -m llmsite check --root <tmp>`` in-process.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 from collections.abc import Callable
@@ -45,11 +44,9 @@ BODY = """\
 
 
 def _load_cli() -> Callable[[list[str]], int]:
-    spec = importlib.util.spec_from_file_location("check_content", ROOT / "scripts" / "check_content.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
+    from llmsite.cli import check
+
+    return check.main
 
 
 @dataclass

@@ -12,12 +12,12 @@ import pytest
 
 from .conftest import ARTICLE, META, ROOT, Repo
 
-SCRIPT = ROOT / "scripts" / "check_content.py"
+CHECK = ["-m", "llmsite", "check"]
 
 
 def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), "--root", str(root), *args],
+        [sys.executable, *CHECK, "--root", str(root), *args],
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -47,9 +47,9 @@ def test_exit_status_and_no_file_is_modified(repo: Repo) -> None:
 def test_runs_without_heavy_imports() -> None:
     code = (
         "import runpy, sys\n"
-        f"sys.argv = ['check_content.py', '--root', {str(ROOT)!r}]\n"
+        f"sys.argv = ['llmsite', 'check', '--root', {str(ROOT)!r}]\n"
         "try:\n"
-        f"    runpy.run_path({str(SCRIPT)!r}, run_name='__main__')\n"
+        "    runpy.run_module('llmsite', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
         "heavy = sorted(m for m in ('torch', 'matplotlib', 'numpy', 'mkdocs') if m in sys.modules)\n"
@@ -61,7 +61,7 @@ def test_runs_without_heavy_imports() -> None:
 
 def test_bad_arguments() -> None:
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--root", "/nonexistent-root"],
+        [sys.executable, *CHECK, "--root", "/nonexistent-root"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -72,7 +72,7 @@ def test_bad_arguments() -> None:
 
 @pytest.mark.slow
 def test_mkdocs_build_stops_on_the_same_problems(repo: Repo) -> None:
-    for folder in ("scripts", "overrides"):
+    for folder in ("llmsite", "overrides"):
         shutil.copytree(ROOT / folder, repo.root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     (repo.root / "node_modules").symlink_to(ROOT / "node_modules")
     repo.article(meta=META.replace("date: 2026-11-25", "date: 2026-13-45"), body="用PyTorch写。\n")

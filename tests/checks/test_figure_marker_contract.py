@@ -2,34 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
-from .conftest import ARTICLE, ROOT, Repo
-
-
-def _hook_module():
-    spec = importlib.util.spec_from_file_location("hook_figures_contract", ROOT / "scripts" / "hook_figures.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from .conftest import ARTICLE, Repo
 
 
 def test_build_checks_and_bench_share_one_pattern() -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from benchlib import variants
+    from bench import variants
+    from llmsite.content.checks import markers as check
+    from llmsite.figures import registry
+    from llmsite.mkdocs import figures as adapter
 
-    from sitelib.checks import figures as check
-    from sitelib.figures import registry
-
-    assert _hook_module().MARKER is registry.MARKER
+    assert adapter.MARKER is registry.MARKER
     assert check._MARKER is registry.MARKER
     assert variants._MARKER is registry.MARKER
 
 
 def test_a_marker_over_two_lines_is_reported_and_not_rendered(repo: Repo) -> None:
-    from sitelib.figures import registry
+    from llmsite.figures import registry
 
     marker = "<!--\nfigure: attention-weights -->"
     line = repo.append(marker)

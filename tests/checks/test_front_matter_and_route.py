@@ -15,7 +15,7 @@ def test_correct_article_passes(repo: Repo) -> None:
 
 
 def test_repository_content_passes() -> None:
-    from sitelib.articles import load_site
+    from llmsite.content.articles import load_site
 
     problems = load_site().problems
     assert not problems, "\n".join(str(p) for p in problems)

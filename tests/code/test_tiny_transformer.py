@@ -166,7 +166,7 @@ def test_short_seeded_training_lowers_the_loss() -> None:
 @pytest.fixture(scope="module")
 def reference() -> tuple[TinyTransformer, TrainHistory]:
     """The reference model as the build caches it (trained once if the cache does not have it yet)."""
-    from sitelib import artifacts
+    from llmsite import artifacts
 
     artifact = artifacts.discover()["tiny-transformer"]
     path = artifacts.ensure([artifact])["tiny-transformer"]
@@ -174,7 +174,7 @@ def reference() -> tuple[TinyTransformer, TrainHistory]:
 
 
 def test_the_artifact_declaration_matches_the_loader() -> None:
-    from sitelib import artifacts
+    from llmsite import artifacts
 
     artifact = artifacts.discover()["tiny-transformer"]
     assert artifact.env == PRETRAINED_ENV, "pretrained() reads the variable the build sets"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-from sitelib.figures import registry
+from llmsite.figures import registry
 
 Check = Callable[[list[Decimal]], "str | None"]
 

@@ -27,11 +27,11 @@ class Repo:
         full_env = {k: v for k, v in os.environ.items() if k != "LLM_SITE_CACHE"}
         full_env.update(env or {})
         proc = subprocess.run(
-            [sys.executable, str(self.root / "scripts" / "build_figures.py"), *args],
+            [sys.executable, "-m", "llmsite", "figures", *args],
             cwd=self.root, capture_output=True, text=True, env=full_env, timeout=300,
         )
         if check and proc.returncode != 0:
-            raise AssertionError(f"build_figures failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+            raise AssertionError(f"python -m llmsite figures failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
         return proc
 
     def outputs(self) -> dict[str, bytes]:
@@ -43,7 +43,7 @@ class Repo:
 
 
 def make_repo(dest: Path) -> Repo:
-    for part in ("code", "scripts", "data"):
+    for part in ("code", "llmsite", "data"):
         shutil.copytree(ROOT / part, dest / part, ignore=IGNORE)
     return Repo(dest)
 

@@ -11,7 +11,8 @@ from .conftest import ROOT, Repo
 
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sitelib.figures import cache, deps, registry
+from llmsite.cache import deps
+from llmsite.figures import cache, registry
 
 
 def keys(repo: Repo) -> dict[str, str]:

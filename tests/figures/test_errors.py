@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from types import SimpleNamespace
 
 import pytest
 
-from .conftest import ROOT, Repo, declared, status_lines
+from .conftest import Repo, declared, status_lines
 
 BROKEN = '''
 
@@ -92,19 +91,19 @@ def test_non_literal_declaration_is_rejected(repo: Repo) -> None:
 
 
 def test_an_article_embedding_an_undeclared_figure_fails_naming_the_article() -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import hook_figures
     from mkdocs.exceptions import PluginError
 
-    from sitelib.figures import registry
+    from llmsite.figures import registry
+    from llmsite.mkdocs.figures import Figures
 
-    hook_figures._specs = registry.discover()
+    figures = Figures(serving=False)
+    figures.specs = registry.discover()
     page = SimpleNamespace(file=SimpleNamespace(src_uri="articles/some-article.md"), url="articles/some-article/")
     with pytest.raises(PluginError) as info:
-        hook_figures.on_page_markdown("正文\n\n<!-- figure: nobody-declared-this -->\n", page, {}, None)
+        figures.expand("正文\n\n<!-- figure: nobody-declared-this -->\n", page)
     assert "docs/articles/some-article.md" in str(info.value)
     assert "nobody-declared-this" in str(info.value)
-    ok = hook_figures.on_page_markdown("<!-- figure: rope-relative -->\n", page, {}, None)
+    ok = figures.expand("<!-- figure: rope-relative -->\n", page)
     assert "rope-relative.light.svg#only-light" in ok and "rope-relative.dark.svg#only-dark" in ok
 
 

@@ -3,7 +3,6 @@ byte-identical data from two clean builds."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import re
@@ -12,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from sitelib.figures import cache, interactive, registry  # tests/conftest.py puts scripts/ on the path
+from llmsite.figures import cache, interactive, registry
 
-from .conftest import ROOT, Repo, make_repo
+from .conftest import Repo, make_repo
 
 INTERACTIVE = {"attention-weights": "heatmap", "multi-head-weights": "heatmap", "dk-explorer": "bars"}
 
@@ -116,10 +115,8 @@ def test_data_that_does_not_fit_its_view_is_refused(data: object, message: str) 
 
 
 def test_the_figure_names_its_data_relative_to_the_page() -> None:
-    spec = importlib.util.spec_from_file_location("hook_figures_probe", ROOT / "scripts" / "hook_figures.py")
-    assert spec and spec.loader
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
+    from llmsite.mkdocs import figures as hook
+
     specs = registry.discover()
     markup = hook.figure_markdown(specs["dk-explorer"], "articles/transformer-attention.md",
                                   "articles/transformer-attention/")

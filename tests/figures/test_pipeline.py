@@ -14,7 +14,7 @@ from .conftest import ROOT, Repo, declared, make_repo, status_lines
 
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sitelib.figures import registry
+from llmsite.figures import registry
 
 MAX_BYTES = 150 * 1024
 
@@ -119,7 +119,7 @@ def test_png_output_is_reproducible_too(tmp_path: Path) -> None:
 def test_killing_the_script_midway_leaves_a_consistent_cache(repo: Repo) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LLM_SITE_CACHE"}
     proc = subprocess.Popen(
-        [sys.executable, "-u", str(repo.root / "scripts" / "build_figures.py")],
+        [sys.executable, "-u", "-m", "llmsite", "figures"],
         cwd=repo.root, stdout=subprocess.PIPE, text=True, env=env,
     )
     assert proc.stdout is not None

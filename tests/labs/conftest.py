@@ -1,13 +1,13 @@
 """Fixtures for the labs pipeline.
 
-- ``lab_repo``: a throwaway copy of ``code/`` and ``scripts/`` with two tiny labs
+- ``lab_repo``: a throwaway copy of ``code/`` and ``llmsite/`` with two tiny labs
   whose dependency sets differ (``lab_a`` imports ``lab_shared``; ``lab_b``
   imports ``lab_only_b``, which imports ``lab_shared``). They execute in about a
   second each, so cache behaviour is tested without training anything.
   ``add_artifact_lab`` adds a cheap build artifact (``lab_model.py``: it counts
   how often it is computed) and a lab that uses it.
 - ``executed_labs``: the real labs, executed once per session through
-  ``scripts/build_labs.py`` (the repository's own cache: instant when warm).
+  ``python -m llmsite labs`` (the repository's own cache: instant when warm).
 """
 
 from __future__ import annotations
@@ -76,15 +76,15 @@ class LabRepo:
     def cache(self) -> Path:
         return self.root / ".cache" / "labs"
 
-    def run(self, *args: str, check: bool = True, script: str = "build_labs.py") -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, check: bool = True, step: str = "labs") -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "LLM_SITE_CACHE": str(self.root / ".cache"),
                "LLM_ARTIFACT_CACHE": str(self.root / ".cache" / "artifacts")}
         proc = subprocess.run(
-            [sys.executable, str(self.root / "scripts" / script), *args],
+            [sys.executable, "-m", "llmsite", step, *args],
             cwd=self.root, capture_output=True, text=True, encoding="utf-8", env=env, timeout=600,
         )
         if check and proc.returncode != 0:
-            raise AssertionError(f"build_labs failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+            raise AssertionError(f"python -m llmsite {step} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
         return proc
 
     def write(self, rel: str, text: str) -> Path:
@@ -189,13 +189,11 @@ def lab_repo(tmp_path: Path) -> LabRepo:
 def executed_labs() -> dict[str, Path]:
     """The real labs, executed (or taken from the cache) once per session: {name: executed .ipynb}."""
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "build_labs.py")],
+        [sys.executable, "-m", "llmsite", "labs"],
         cwd=ROOT, capture_output=True, text=True, encoding="utf-8", timeout=1200,
     )
     if proc.returncode != 0:
-        pytest.fail(f"scripts/build_labs.py failed:\n{proc.stdout}\n{proc.stderr}", pytrace=False)
-    if str(ROOT / "scripts") not in sys.path:
-        sys.path.insert(0, str(ROOT / "scripts"))
-    from sitelib import labs
+        pytest.fail(f"python -m llmsite labs failed:\n{proc.stdout}\n{proc.stderr}", pytrace=False)
+    from llmsite import labs
 
     return {item.lab.name: item.notebook() for item in labs.plan(list(labs.discover().values()))}

@@ -111,7 +111,7 @@ def test_visible_download_link_under_the_title(built_site, name: str) -> None:
     assert link is not None and link["href"] == f"{name}.ipynb" and "下载这个 Notebook" in link.get_text()
     explanation = note.find_next_sibling("p").get_text()
     assert "torch、numpy 和 matplotlib" in explanation and "llm_code/" in explanation
-    from sitelib import labs
+    from llmsite import labs
 
     lab = labs.discover()[name]
     bundled = [p.name for p in labs.code_files(lab)]
@@ -122,7 +122,7 @@ def test_visible_download_link_under_the_title(built_site, name: str) -> None:
 def test_the_site_offers_the_self_contained_notebook(built_site, name: str) -> None:
     """The .ipynb on the site is the executed notebook plus the cell carrying the code files (see
     tests/labs/test_real_labs.py for running it outside the repository)."""
-    from sitelib import labs
+    from llmsite import labs
 
     lab = labs.discover()[name]
     [item] = labs.plan([lab])

@@ -117,7 +117,7 @@ def test_an_artifact_is_computed_once_and_read_by_the_lab(lab_repo: LabRepo) -> 
     assert "产物 缓存 2108" in _outputs(lab_repo.notebooks()["lab_model_user"])
     assert len(list((lab_repo.root / ".cache" / "artifacts" / "lab-model").iterdir())) == 1, "old entry pruned"
 
-    listing = lab_repo.run("--list", script="build_artifacts.py").stdout
+    listing = lab_repo.run("--list", step="artifacts").stdout
     assert "lab-model  [已缓存]" in listing and "实验 lab_model_user" in listing, listing
 
 
@@ -128,7 +128,7 @@ def test_real_heads_lab_and_model_ignore_comments_and_unrelated_functions(tmp_pa
     shutil.copytree(ROOT / "labs", repo.root / "labs", dirs_exist_ok=True, ignore=IGNORE)
     script = (
         "import json, sys; sys.path.insert(0, 'scripts')\n"
-        "from sitelib import artifacts, labs\n"
+        "from llmsite import artifacts, labs\n"
         "a = artifacts.discover()['tiny-transformer']\n"
         "lab = labs.discover()\n"
         "print(json.dumps({'model': artifacts.key_for(a).digest,\n"
@@ -193,8 +193,8 @@ def test_real_labs_have_different_dependency_sets() -> None:
     """Only the heads lab uses code/tiny_transformer.py, positional_encoding.py and the trained model."""
     if str(ROOT / "scripts") not in sys.path:
         sys.path.insert(0, str(ROOT / "scripts"))
-    from sitelib import labs
-    from sitelib.paths import rel
+    from llmsite import labs
+    from llmsite.paths import rel
 
     found = labs.discover()
     deps = {name: {rel(p) for p in labs.dependencies(lab)} for name, lab in found.items()}

@@ -19,7 +19,7 @@ from .conftest import ROOT
 
 if str(ROOT / "scripts") not in sys.path:
     sys.path.insert(0, str(ROOT / "scripts"))
-from sitelib import labs as lab_pipeline
+from llmsite import labs as lab_pipeline
 
 LABS = sorted(p.stem for p in (ROOT / "labs").glob("*.py") if not p.name.startswith("_"))
 ARTICLE_LINK = r"\]\(\.\./articles/[\w-]+\.md\)"
@@ -127,7 +127,7 @@ def test_the_lab_uses_the_cached_reference_model(executed_labs: dict[str, Path])
     scores are those of the cached model, recomputed here."""
     import torch
 
-    from sitelib import artifacts
+    from llmsite import artifacts
 
     text = _all_text(executed_labs["attention_heads_lab"])
     assert "读取构建网站时训练好的参考模型" in text and "现场训练" not in text

@@ -62,7 +62,7 @@ def _execute(tmp_path: Path, name: str) -> tuple[LabRepo, dict[str, bytes]]:
     script = (
         "import sys; sys.path.insert(0, 'scripts')\n"
         "from pathlib import Path\n"
-        "from sitelib import labs\n"
+        "from llmsite import labs\n"
         f"sys.stdout.buffer.write(labs.published(Path({str(executed)!r}), labs.discover()['jittery']))\n"
     )
     env = {**os.environ, "LLM_SITE_CACHE": str(repo.root / ".cache")}

@@ -36,7 +36,7 @@ def repo(tmp_path: Path) -> Path:
 
 def scaffold(repo: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "scripts/new_article.py", *args], cwd=repo, capture_output=True, text=True,
+        [sys.executable, "-m", "llmsite", "new", *args], cwd=repo, capture_output=True, text=True,
         stdin=subprocess.DEVNULL, timeout=60,
     )
 
@@ -54,7 +54,7 @@ def test_creates_article_module_test_and_route_entry(repo: Path) -> None:
     assert (repo / "tests/code/test_speculative_decoding.py").is_file()
     sys.path.insert(0, str(repo / "scripts"))
     try:
-        from sitelib.catalog import load_route
+        from llmsite.content.catalog import load_route
 
         route, problems = load_route(repo / "data/route.yml")
     finally:
@@ -82,7 +82,7 @@ def test_generated_module_runs_and_its_test_passes(repo: Path) -> None:
 
 def test_generated_article_passes_the_content_checks(repo: Path) -> None:
     assert scaffold(repo, *ARGS).returncode == 0
-    check = subprocess.run([sys.executable, "scripts/check_content.py"], cwd=repo, capture_output=True, text=True,
+    check = subprocess.run([sys.executable, "-m", "llmsite", "check"], cwd=repo, capture_output=True, text=True,
                            timeout=120)
     assert check.returncode == 0, check.stdout + check.stderr
 

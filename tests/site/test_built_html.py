@@ -19,7 +19,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
-from sitelib import readtime
+from llmsite.content import readtime
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTICLE_SLUGS = sorted(p.stem for p in (ROOT / "docs" / "articles").glob("*.md") if p.name != "index.md")
@@ -148,7 +148,7 @@ def expand_snippets(body: str) -> str:
 
 
 def independent_count(text: str) -> tuple[int, int]:
-    """(汉字, words/code tokens) of Markdown as a reader sees it, counted without sitelib.
+    """(汉字, words/code tokens) of Markdown as a reader sees it, counted without llmsite.
 
     Comments (figure markers), tags and link targets are not read; a word is a run
     of ASCII letters, digits and ``_``, possibly joined by ``.`` or ``'`` (``nn.Module``).
@@ -282,8 +282,8 @@ def test_article_readtime(site, content, slug):
     # and an independent count of the same text
     hanzi, words = independent_count(expanded)
     counted = readtime.count(expanded)
-    assert counted.hanzi == hanzi, f"{slug}: sitelib counts {counted.hanzi} 汉字, this test {hanzi}"
-    assert counted.words == words, f"{slug}: sitelib counts {counted.words} words, this test {words}"
+    assert counted.hanzi == hanzi, f"{slug}: llmsite counts {counted.hanzi} 汉字, this test {hanzi}"
+    assert counted.words == words, f"{slug}: llmsite counts {counted.words} words, this test {words}"
     assert shown == independent_minutes(expanded), f"{slug}: {hanzi} 汉字 + {words} words is not {shown} minutes"
     # the included code counts: the page would be shorter without it
     if includes(art.body):

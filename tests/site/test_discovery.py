@@ -13,8 +13,8 @@ from bs4 import BeautifulSoup
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sitelib.articles import load_site  # noqa: E402
-from sitelib.gitdates import last_commit_dates  # noqa: E402
+from llmsite.content.articles import load_site  # noqa: E402
+from llmsite.content.gitdates import last_commit_dates  # noqa: E402
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 
@@ -62,13 +62,14 @@ def test_git_dates_fall_back_without_git(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text("x", encoding="utf-8")
     assert last_commit_dates(tmp_path, "docs") == {}  # no history yet
-    import hook_git_dates
+    from llmsite.mkdocs.dates import RevisionDates
 
-    hook_git_dates._dates = {}
+    dates = RevisionDates(tmp_path / "docs")
+    assert dates.dates == {}
     article = SimpleNamespace(date=__import__("datetime").date(2026, 11, 20))
-    page = SimpleNamespace(file=SimpleNamespace(src_uri="articles/x.md"), meta={"article": article})
-    hook_git_dates.on_page_markdown("", page, {"docs_dir": str(tmp_path / "docs")}, None)
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="articles/x.md"), meta={})
+    dates.apply(page, article)
     assert page.meta["revision_date"] == "2026-11-20"  # falls back to the front-matter date
     other = SimpleNamespace(file=SimpleNamespace(src_uri="about.md"), meta={})
-    hook_git_dates.on_page_markdown("", other, {"docs_dir": str(tmp_path / "docs")}, None)
+    dates.apply(other, None)
     assert "revision_date" not in other.meta

@@ -98,7 +98,7 @@ def test_version_note_agrees_with_the_javascript_and_pins_an_integrity():
 
 def test_nothing_in_the_build_reads_node_modules():
     assert "katex" not in json.loads((ROOT / "package.json").read_text(encoding="utf-8")).get("dependencies", {})
-    for path in [*sorted(SCRIPTS.glob("hook_*.py")), ROOT / "mkdocs.yml"]:
+    for path in [*sorted((ROOT / "llmsite").rglob("*.py")), ROOT / "mkdocs.yml"]:
         assert "node_modules" not in path.read_text(encoding="utf-8"), path
     make = shutil.which("make")
     if make is None:
@@ -201,17 +201,18 @@ def test_refresh_script_refuses_a_css_without_a_woff2_source(tmp_path: Path, cap
 
 
 def test_build_stops_when_a_vendored_file_was_edited(tmp_path: Path):
-    import hook_vendor
     from mkdocs.exceptions import PluginError
+
+    from llmsite.mkdocs.vendor import check_katex
 
     docs = tmp_path / "docs"
     shutil.copytree(VENDOR, docs / "assets" / "vendor" / "katex")
-    assert hook_vendor.on_config({"docs_dir": str(docs)}) == {"docs_dir": str(docs)}
+    check_katex(docs)  # no problem: no error
     css = docs / "assets" / "vendor" / "katex" / "katex.min.css"
     css.write_text(css.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     (docs / "assets" / "vendor" / "katex" / "fonts" / "KaTeX_AMS-Regular.woff2").unlink()
     with pytest.raises(PluginError) as exc:
-        hook_vendor.on_config({"docs_dir": str(docs)})
+        check_katex(docs)
     message = str(exc.value)
     assert "katex.min.css: sha256 differs" in message
     assert "fonts/KaTeX_AMS-Regular.woff2: listed in SHA256SUMS but missing" in message

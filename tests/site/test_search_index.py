@@ -1,4 +1,4 @@
-"""The compact search index and its size budget (scripts/hook_search_index.py)."""
+"""The compact search index and its size budget (llmsite/mkdocs/search_index.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import hook_search_index as hook  # noqa: E402
+from llmsite.mkdocs import search_index as hook
 
 HAN = (
     "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种"

@@ -388,7 +388,7 @@ def test_ci_runs_content_checks_then_strict_build_then_whole_test_suite():
     job = ci_job("3.11")
     assert job["runs-on"] == "ubuntu-latest"
     order = [
-        index_of_run(job, "python scripts/check_content.py"),
+        index_of_run(job, "python -m llmsite check"),
         index_of_run(job, "python -m mkdocs build --strict"),
         index_of_run(job, "python -m pytest"),
     ]
@@ -432,7 +432,7 @@ def test_deploy_build_job_builds_strict_with_pages_base_url_and_uploads_site():
     env = build_step.get("env", {})
     assert env.get("SITE_URL") == f"${{{{ steps.{step_id}.outputs.base_url }}}}"
     assert env.get("REPO_URL") == "${{ github.server_url }}/${{ github.repository }}"
-    assert index_of_run(build, "python scripts/check_content.py") < index_of_run(build, "mkdocs build --strict")
+    assert index_of_run(build, "python -m llmsite check") < index_of_run(build, "mkdocs build --strict")
     (upload,) = steps_using(build, "actions/upload-pages-artifact")
     assert upload["with"]["path"] == "site"
     assert steps(build).index(upload) > steps(build).index(build_step)

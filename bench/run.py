@@ -1,0 +1,146 @@
+"""Benchmarks of the site: build, serve, scaling and page weight, in one command.
+
+    python -m llmsite bench                  # everything (about 20 minutes on 2 cores)
+    python -m llmsite bench --quick          # fewer repeats, N = 10 and 100 only
+    python -m llmsite bench --only build --only serve
+    python -m llmsite bench --out bench-results/ --keep
+
+Everything runs in temporary copies of the repository (docs/, code/, data/,
+scripts/, overrides/, labs/, mkdocs.yml; KaTeX is vendored in docs/): the working
+tree is never modified. Prints a table and writes ``<out>/latest.json`` (and a
+dated copy) with the machine (CPU, cores, Python, package versions, date) and
+every sample. The machine is shared and noisy: compare ratios measured in the
+same run (variants run interleaved) and medians over repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench import build, common, report, scaling, serve, weight
+from bench.common import REPO, BenchError, fingerprint, load_average, log, machine_info
+
+FAMILIES = ("build", "serve", "scaling", "weight")
+FULL_SIZES = [10, 100, 300, 1000]
+QUICK_SIZES = [10, 100]
+
+
+def _guard(name: str, fn: Callable[[], dict[str, Any]], results: dict[str, Any]) -> None:
+    """Run one family; a failure is recorded in the results and the next family still runs."""
+    start = time.perf_counter()
+    log(f"== {name}")
+    try:
+        results[name] = fn()
+    except (BenchError, OSError, RuntimeError, ValueError, KeyError) as exc:
+        log(f"{name} failed: {exc}")
+        results[name] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+    results[name]["family_seconds"] = time.perf_counter() - start
+
+
+def _write(results: dict[str, Any], paths: list[Path]) -> None:
+    for path in paths:
+        path.write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Benchmarks of the site build, serve, scaling and page weight")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats; scaling at N = 10, 100 only")
+    parser.add_argument("--out", type=Path, default=REPO / "bench-results", help="folder for latest.json")
+    parser.add_argument("--only", action="append", choices=FAMILIES, help="run only this family (repeatable)")
+    parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], help="scaling N list, e.g. 10,100")
+    parser.add_argument("--profile", action="store_true", help="profile one scaled build even if linear")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary copies (path is printed)")
+    parser.add_argument("--tmp", type=Path, default=None, help="parent folder of the temporary copies")
+    parser.add_argument("--source", type=Path, default=REPO, help="tree to copy (default: this repository)")
+    parser.add_argument("--render", type=Path, metavar="JSON", help="only print the table of an earlier run")
+    args = parser.parse_args(argv)
+    if args.render:
+        print(report.render(json.loads(args.render.read_text(encoding="utf-8"))))
+        return 0
+
+    families = args.only or list(FAMILIES)
+    quick = args.quick
+    repeats = 2 if quick else 5  # builds after an edit
+    warm_repeats = 3 if quick else 7  # interleaved warm / baseline / without figure hook
+    cold_repeats = 1 if quick else 3
+    serve_repeats = 2 if quick else 3
+    scale_repeats = 1 if quick else 3
+    load_repeats = 2 if quick else 3
+    sizes = args.sizes or (QUICK_SIZES if quick else FULL_SIZES)
+
+    started = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="llm-bench-", dir=args.tmp))
+    log(f"temporary copies in {tmp}")
+    common.SOURCE = args.source.resolve()
+    results: dict[str, Any] = {
+        "machine": {**machine_info(), "source": fingerprint(common.SOURCE)},
+        "quick": quick,
+        "settings": {
+            "families": families,
+            "repeats": repeats,
+            "warm_repeats": warm_repeats,
+            "cold_repeats": cold_repeats,
+            "serve_repeats": serve_repeats,
+            "scaling_repeats": scale_repeats,
+            "load_repeats": load_repeats,
+            "sizes": sizes,
+        },
+        "notes": [],
+    }
+    bctx = build.BuildContext(tmp, repeats, warm_repeats, cold_repeats)
+    sctx: scaling.ScalingContext | None = None
+    try:
+        if "build" in families:
+            _guard("build", lambda: build.run(bctx), results)
+        if "serve" in families:
+            _guard("serve", lambda: serve.run(tmp, build.ensure_seed(bctx)[1], serve_repeats), results)
+        if "scaling" in families:
+            sctx = scaling.ScalingContext(tmp, sizes, scale_repeats, build.ensure_seed(bctx)[1], profile=args.profile)
+            _guard("scaling", lambda: scaling.run(sctx), results)  # type: ignore[arg-type]
+        if "weight" in families:
+            sc = results.get("scaling") or {}
+            scaled = Path(sc["largest_site"]) if sc.get("largest_site") else None
+            if scaled is None:
+                results["notes"].append("page weight at scale skipped: the scaling family did not run")
+            _guard(
+                "weight",
+                lambda: weight.run(
+                    tmp, build.ensure_seed(bctx)[0], scaled, int(sc.get("largest_n") or 0), load_repeats
+                ),
+                results,
+            )
+    finally:
+        results["notes"] += bctx.notes + (sctx.notes if sctx else [])
+        if args.keep:
+            log(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    results["bench_seconds"] = time.perf_counter() - started
+    results["load_average_end"] = load_average()
+    results["goals"] = report.goals(results)
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    paths = [args.out / "latest.json", args.out / f"bench-{stamp}.json"]
+    _write(results, paths)  # first without the table: a broken report must not lose the measurements
+    text = report.render(results)
+    results["table"] = text
+    _write(results, paths)
+    (args.out / "latest.txt").write_text(text, encoding="utf-8")
+    print(text)
+    log(f"wrote {paths[0]} ({results['bench_seconds']:.0f} s)")
+    failed = [f for f in families if "error" in (results.get(f) or {})]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

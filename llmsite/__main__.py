@@ -1,0 +1,39 @@
+"""python -m llmsite <command> [options]: the site's command line (see ``python -m llmsite --help``)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "check": ("llmsite.cli.check", "检查文章与数据文件（与构建中的检查相同）"),
+    "figures": ("llmsite.cli.figures", "生成文章中的图（带缓存）"),
+    "labs": ("llmsite.cli.labs", "执行动手实验（带缓存）"),
+    "artifacts": ("llmsite.cli.artifacts", "计算构建产物，例如训练好的小模型（带缓存）"),
+    "new": ("llmsite.scaffold", "新建一篇文章：文章、配套代码、测试，并加入学习路线"),
+    "bench": ("bench.run", "基准测试（在仓库的 bench/ 中，不属于构建）"),
+}
+
+
+def usage() -> str:
+    lines = ["用法：python -m llmsite <命令> [选项]", "", "命令："]
+    lines += [f"  {name:<10} {summary}" for name, (_, summary) in COMMANDS.items()]
+    lines += ["", "每个命令的选项：python -m llmsite <命令> --help"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in {"-h", "--help"}:
+        print(usage())
+        return 0 if args else 2
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        print(f"没有这个命令：{name}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""Build artifacts: an expensive result (a trained model) computed once, cached, shared by figures and labs.
+
+A module of ``code/`` declares its artifacts with a module-level literal::
+
+    BUILD_ARTIFACTS = {"tiny-transformer": ("train_reference", "save_trained")}
+
+name -> (function computing the result, function ``save(path, *result)`` writing it to a file). The file
+is cached at ``.cache/artifacts/<name>/<key>/<name>.pt`` (``LLM_ARTIFACT_CACHE`` overrides the folder).
+
+Key: the definition-level dependencies of both functions (``figures.deps.definition_deps``: the
+definitions they use, followed through ``code/``, compared without comments and docstrings), the versions
+of Python, torch and numpy, and this pipeline's version. Editing a comment or an unrelated function of a
+module they import leaves the key, hence the trained model, unchanged.
+
+A figure or lab *uses* an artifact when its own dependencies reach the compute function: it calls it
+itself when the file is absent (a downloaded notebook trains its model). Its key then includes the
+artifact's key. Before drawing figures or executing labs, the build computes the stale artifacts they
+use (in a fresh process: ``scripts/build_artifacts.py``) and points the environment variable
+``LLM_ARTIFACT_<NAME>`` (upper case, ``-`` -> ``_``) at each cached file; forked workers and notebook
+kernels inherit it.
+
+Planning is cheap: AST and hashes, no torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import TextIO
+
+from llmsite.cache.deps import definition_deps
+from llmsite.figures import cache as figure_cache
+from llmsite.paths import CACHE, CODE, ROOT, rel
+
+PIPELINE_VERSION = "1"
+DECLARATION = "BUILD_ARTIFACTS"
+ENV_PREFIX = "LLM_ARTIFACT_"
+LIBRARIES = ("torch", "numpy")
+
+
+def root_dir() -> Path:
+    """Where artifacts are cached (read at call time: tests share one folder between repository copies)."""
+    configured = os.environ.get("LLM_ARTIFACT_CACHE")
+    return Path(configured) if configured else CACHE / "artifacts"
+
+
+@dataclass(frozen=True)
+class Artifact:
+    name: str
+    module: Path  # the file of code/ that declares it
+    compute: str
+    save: str
+    line: int
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper().replace("-", "_")
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}.pt"
+
+    @property
+    def where(self) -> str:
+        return f"{rel(self.module)}:{self.line}"
+
+
+class ArtifactError(RuntimeError):
+    pass
+
+
+@lru_cache(maxsize=512)
+def _declared(path: Path, mtime_ns: int) -> tuple[Artifact, ...]:
+    text = path.read_text(encoding="utf-8")
+    if DECLARATION not in text:
+        return ()
+    tree = ast.parse(text, filename=str(path))
+    found = []
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == DECLARATION
+                                                     for t in node.targets)):
+            continue
+        where = f"{rel(path)}:{node.lineno}"
+        try:
+            value = ast.literal_eval(node.value)
+        except ValueError as exc:
+            raise ArtifactError(f"{where}: {DECLARATION} 必须是字面量字典 {{名字: (计算函数名, 保存函数名)}}") from exc
+        if not isinstance(value, dict):
+            raise ArtifactError(f"{where}: {DECLARATION} 必须是字典 {{名字: (计算函数名, 保存函数名)}}")
+        defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for name, pair in value.items():
+            if not (isinstance(name, str) and isinstance(pair, tuple) and len(pair) == 2
+                    and all(isinstance(f, str) for f in pair)):
+                raise ArtifactError(f"{where}: {DECLARATION} 的每一项写成 \"名字\": (\"计算函数名\", \"保存函数名\")")
+            missing = [f for f in pair if f not in defined]
+            if missing:
+                raise ArtifactError(f"{where}: 产物 {name} 的函数 {'、'.join(missing)} 没有在 {rel(path)} 的顶层定义")
+            found.append(Artifact(name, path.resolve(), pair[0], pair[1], node.lineno))
+    return tuple(found)
+
+
+def discover(code_dir: Path = CODE) -> dict[str, Artifact]:
+    """Every artifact declared in ``code_dir/*.py`` by name (a name declared twice is an error)."""
+    found: dict[str, Artifact] = {}
+    for path in sorted(code_dir.glob("*.py")):
+        for artifact in _declared(path, path.stat().st_mtime_ns):
+            if artifact.name in found:
+                raise ArtifactError(f"{artifact.where}: 产物 {artifact.name} 已在 {found[artifact.name].where} 声明过")
+            found[artifact.name] = artifact
+    return found
+
+
+@cache
+def library_versions() -> tuple[tuple[str, str], ...]:
+    out = []
+    for name in LIBRARIES:
+        try:
+            out.append((name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            out.append((name, "missing"))
+    out.append(("python", f"{sys.version_info.major}.{sys.version_info.minor}"))
+    return tuple(out)
+
+
+def key_for(artifact: Artifact, code_dir: Path = CODE, root: Path = ROOT) -> figure_cache.Key:
+    inputs: dict[str, str] = {
+        "pipeline": PIPELINE_VERSION,
+        "declaration": json.dumps([artifact.name, artifact.compute, artifact.save], ensure_ascii=False),
+        "threads": "1",
+    }
+    found = definition_deps([(artifact.module, artifact.compute), (artifact.module, artifact.save)], code_dir)
+    for path, digest in found.digests.items():
+        inputs[f"defs:{rel(path, root)}"] = digest
+    for name, version in library_versions():
+        inputs[f"lib:{name}"] = version
+    blob = json.dumps(inputs, sort_keys=True, ensure_ascii=False).encode()
+    return figure_cache.Key(hashlib.sha256(blob).hexdigest()[:20], inputs)
+
+
+def used_by(reached: set[tuple[Path, str]], code_dir: Path = CODE) -> list[Artifact]:
+    """The artifacts whose compute function is among ``reached`` (``DefinitionDeps.roots`` of a consumer)."""
+    return [a for a in discover(code_dir).values() if (a.module, a.compute) in reached]
+
+
+def consumer_inputs(reached: set[tuple[Path, str]], code_dir: Path = CODE, root: Path = ROOT) -> dict[str, str]:
+    """``{"artifact:<name>": key digest}`` for a consumer's cache key."""
+    return {f"artifact:{a.name}": key_for(a, code_dir, root).digest for a in used_by(reached, code_dir)}
+
+
+def file_path(artifact: Artifact, key: figure_cache.Key, root: Path | None = None) -> Path:
+    return (root or root_dir()) / artifact.name / key.digest / artifact.filename
+
+
+@dataclass
+class Planned:
+    artifact: Artifact
+    key: figure_cache.Key
+    cached: bool
+
+    def path(self, root: Path | None = None) -> Path:
+        return file_path(self.artifact, self.key, root)
+
+
+def plan(artifacts: list[Artifact], force: bool = False, code_dir: Path = CODE) -> list[Planned]:
+    out = []
+    for artifact in artifacts:
+        key = key_for(artifact, code_dir)
+        out.append(Planned(artifact, key, (not force) and file_path(artifact, key).is_file()))
+    return out
+
+
+# --------------------------------------------------------------------------- building
+
+
+def build(item: Planned, code_dir: Path = CODE) -> Path:
+    """Compute one artifact in this process and commit its file atomically (used by build_artifacts.py)."""
+    import torch
+
+    torch.set_num_threads(1)  # the same reductions, hence the same bits, on every machine and in every notebook
+    if str(code_dir) not in sys.path:
+        sys.path.insert(0, str(code_dir))
+    artifact = item.artifact
+    module = importlib.import_module(artifact.module.stem)
+    root = root_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    staging = root / f".tmp-{artifact.name}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        result = getattr(module, artifact.compute)()
+        args = result if isinstance(result, tuple) else (result,)
+        getattr(module, artifact.save)(staging / artifact.filename, *args)
+        (staging / "inputs.json").write_text(
+            json.dumps(item.key.inputs, indent=1, sort_keys=True, ensure_ascii=False), encoding="utf-8"
+        )
+        return figure_cache.commit_dir(staging, item.path().parent)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def ensure(needed: list[Artifact], out: TextIO | None = None, code_dir: Path = CODE) -> dict[str, Path]:
+    """Make sure the ``needed`` artifacts are cached (computing stale ones in a fresh process), then point
+    ``LLM_ARTIFACT_<NAME>`` at every declared artifact that is cached. Returns {name: file}."""
+    out = out or sys.stdout
+    figure_cache.clean_stale_staging(root_dir())
+    stale = [item.artifact.name for item in plan(needed, code_dir=code_dir) if not item.cached]
+    if stale:
+        cmd = [sys.executable, "-m", "llmsite", "artifacts"] + [arg for name in stale for arg in ("--only", name)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", cwd=ROOT)
+        for line in proc.stdout.splitlines():
+            print(line, file=out, flush=True)
+        if proc.returncode != 0:
+            raise ArtifactError(proc.stderr.strip() or proc.stdout.strip())
+    paths = {}
+    for item in plan(list(discover(code_dir).values()), code_dir=code_dir):
+        path = item.path()
+        if item.cached:
+            os.environ[item.artifact.env] = str(path)
+            paths[item.artifact.name] = path
+        else:
+            os.environ.pop(item.artifact.env, None)
+        if item.artifact in needed and not item.cached:
+            raise ArtifactError(f"产物 {item.artifact.name} 计算后仍不在缓存里：{path}")
+    return paths
+
+
+def run(items: list[Planned], out: TextIO | None = None, code_dir: Path = CODE) -> int:
+    """Compute every stale artifact of ``items`` in this process; a line per artifact. Returns how many."""
+    out = out or sys.stdout
+    figure_cache.clean_stale_staging(root_dir())
+    built = 0
+    for item in items:
+        if item.cached:
+            continue
+        t0 = time.perf_counter()
+        build(item, code_dir)
+        built += 1
+        a = item.artifact
+        print(f"  [产物] {a.name:<24} {time.perf_counter() - t0:6.2f} s  ({rel(a.module)}: {a.compute})",
+              file=out, flush=True)
+    return built

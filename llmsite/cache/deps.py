@@ -1,0 +1,352 @@
+"""Static import graph of the modules in ``code/``.
+
+A figure depends on its own module and, transitively, on every module of
+``code/`` that it imports. Imports of third-party packages are covered by the
+library versions in the cache key instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from llmsite.paths import CODE
+
+
+def _imported_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _resolve_file(name: str, code_dir: Path) -> Path | None:
+    parts = name.split(".")
+    base = code_dir.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+_resolve = _resolve_file
+
+
+@lru_cache(maxsize=512)
+def _direct(path: Path, mtime_ns: int, code_dir: Path) -> tuple[Path, ...]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = {p for name in _imported_names(tree) if (p := _resolve(name, code_dir)) is not None}
+    found.discard(path)
+    return tuple(sorted(found))
+
+
+def closure(module: Path, code_dir: Path = CODE) -> list[Path]:
+    """``module`` and every module of ``code_dir`` it imports, transitively, sorted."""
+    seen: set[Path] = set()
+    stack = [module.resolve()]
+    while stack:
+        path = stack.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        stack.extend(_direct(path, path.stat().st_mtime_ns, code_dir.resolve()))
+    return sorted(seen)
+
+
+STYLE_MODULE = "figkit"  # the shared plotting helper: every figure depends on it
+
+
+def _top_level(tree: ast.Module) -> tuple[dict[str, str], dict[str, ast.AST]]:
+    """(imported name -> module name, defined name -> node) at module level."""
+    imported: dict[str, str] = {}
+    defined: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                imported[(alias.asname or alias.name).split(".")[0]] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                imported[alias.asname or alias.name] = node.module
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        defined[name.id] = node
+    return imported, defined
+
+
+def function_deps(module: Path, function: str, code_dir: Path = CODE) -> list[Path]:
+    """Files of ``code_dir`` that one function of ``module`` really uses.
+
+    Follows the names the function reads (and, transitively, the module-level
+    helpers and constants it reads) to their imports; each imported module then
+    brings its own import closure. The declaring module itself and the shared
+    style module are always included.
+    """
+    tree = ast.parse(module.read_text(encoding="utf-8"), filename=str(module))
+    imported, defined = _top_level(tree)
+    if function not in defined:
+        raise KeyError(f"{module}: no top-level function {function}")
+    used_modules: set[str] = {STYLE_MODULE}
+    seen: set[str] = set()
+    stack = [function]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(defined[name]):
+            if isinstance(node, ast.Import):  # an import inside the function
+                used_modules.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                used_modules.add(node.module)
+            elif isinstance(node, ast.Name):
+                if node.id in imported:
+                    used_modules.add(imported[node.id])
+                elif node.id in defined and node.id not in seen:
+                    stack.append(node.id)
+    files = {module.resolve()}
+    for mod in used_modules:
+        path = _resolve(mod, code_dir)
+        if path is not None:
+            files.update(closure(path, code_dir))
+    return sorted(files)
+
+
+# --------------------------------------------------------------------------- definition-level dependencies
+#
+# A finer key than whole files: what a root (a function, or a lab's whole source) really runs is the set of
+# top-level definitions it names, followed through imports and through the names those definitions read,
+# plus the top-level statements of every module it touches (they run on import). Each definition is
+# compared by its syntax tree without docstrings (``ast.dump`` carries neither comments nor line numbers),
+# so a comment, a docstring or an unrelated function edited in a used module changes nothing.
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+    )
+
+
+def _is_docstring(node: ast.AST) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _strip_docstrings(tree: ast.AST) -> None:
+    """Remove the docstrings of every function and class, in place."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _is_docstring(node.body[0]):
+            node.body = node.body[1:] or [ast.Pass()]
+
+
+def _bound_names(node: ast.AST) -> set[str]:
+    """Names a (compound) top-level statement binds, not looking inside function or class bodies."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(item.name)
+            if item is node:
+                stack.extend(item.decorator_list)
+            continue
+        if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
+            names.add(item.id)
+        elif isinstance(item, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in item.names if a.name != "*")
+        stack.extend(ast.iter_child_nodes(item))
+    return names
+
+
+Binding = tuple[str, "str | None"]  # (module, attribute or None for the module itself)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One top-level statement: its normalized syntax tree and the names it reads and imports."""
+
+    dump: str
+    bare: frozenset[str]  # names read
+    dotted: frozenset[tuple[str, str]]  # ``name.attribute`` read
+    imports: tuple[tuple[str, Binding], ...]  # names bound by imports inside it
+    stars: tuple[str, ...]  # ``from m import *`` inside it
+
+
+def _statement(node: ast.AST) -> Statement:
+    bare: set[str] = set()
+    dotted: set[tuple[str, str]] = set()
+    consumed: set[int] = set()
+    imports: dict[str, Binding] = {}
+    stars: list[str] = []
+    names: list[ast.Name] = []
+    for item in ast.walk(node):
+        if isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name):
+            dotted.add((item.value.id, item.attr))
+            consumed.add(id(item.value))
+        elif isinstance(item, ast.Name):
+            names.append(item)
+        elif isinstance(item, ast.Import):
+            for alias in item.names:
+                top = alias.name.split(".")[0]
+                imports[alias.asname or top] = (alias.name if alias.asname else top, None)
+        elif isinstance(item, ast.ImportFrom) and item.module and item.level == 0 and item.module != "__future__":
+            for alias in item.names:
+                if alias.name == "*":
+                    stars.append(item.module)
+                else:
+                    imports[alias.asname or alias.name] = (item.module, alias.name)
+    bare.update(n.id for n in names if id(n) not in consumed)
+    return Statement(ast.dump(node), frozenset(bare), frozenset(dotted), tuple(imports.items()), tuple(stars))
+
+
+@dataclass(frozen=True)
+class ModuleDefs:
+    """The top level of one file: the statements binding each name, what runs on import, the imports."""
+
+    path: Path
+    defs: dict[str, tuple[Statement, ...]]  # name -> the statements that bind it
+    imports: dict[str, Binding]
+    stars: tuple[str, ...]
+    effects: tuple[Statement, ...]  # top-level statements run for their effect (calls, if/try blocks, ...)
+
+
+@lru_cache(maxsize=512)
+def _module_defs(path: Path, mtime_ns: int) -> ModuleDefs:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    _strip_docstrings(tree)
+    defs: dict[str, list[Statement]] = {}
+    effects: list[Statement] = []
+    imports: dict[str, Binding] = {}
+    stars: list[str] = []
+    for index, stmt in enumerate(tree.body):
+        if (index == 0 and _is_docstring(stmt)) or _is_main_guard(stmt):
+            continue
+        info = _statement(stmt)
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            imports.update(info.imports)  # module-level imports, also inside if/try blocks
+            stars += info.stars
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            continue  # the imported module's own top level is followed when a name from it is used
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                 ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            effects.append(info)
+        for name in _bound_names(stmt):
+            defs.setdefault(name, []).append(info)
+    return ModuleDefs(path, {n: tuple(v) for n, v in defs.items()}, imports, tuple(stars), tuple(effects))
+
+
+def _module_defs_now(path: Path) -> ModuleDefs:
+    return _module_defs(path, path.stat().st_mtime_ns)
+
+
+@dataclass
+class DefinitionDeps:
+    """The result of :func:`definition_deps`: for each file of ``code/`` touched, a digest and the names used."""
+
+    digests: dict[Path, str]
+    names: dict[Path, list[str]]  # "*" when the whole module is used
+    roots: set[tuple[Path, str]]  # every (file, name) reached, for "does X use Y" questions
+
+
+def definition_deps(roots: list[tuple[Path, str | None]], code_dir: Path = CODE) -> DefinitionDeps:
+    """What a set of roots uses, definition by definition.
+
+    A root is ``(file, name)`` (a top-level name of that file) or ``(file, None)`` (the whole file: every
+    statement of it, as for a lab's source). Names are followed through ``from m import x``, ``import m``
+    with ``m.x``, star imports and imports inside functions; modules outside ``code_dir`` are libraries
+    and are not followed (their versions are part of every key).
+    """
+    code_dir = code_dir.resolve()
+    used: dict[Path, set[str]] = {}
+    whole: set[Path] = set()
+    seen: set[tuple[Path, str | None]] = set()
+    stack = [(p.resolve(), n) for p, n in roots]
+    # Within one call, each module name is looked up and each file read (from the cache) once.
+    _resolve = lru_cache(maxsize=None)(lambda name, where: _resolve_file(name, where))
+    module_defs = lru_cache(maxsize=None)(_module_defs_now)
+
+    def resolve_import(binding: Binding) -> None:
+        module, attr = binding
+        if attr is not None and (sub := _resolve(f"{module}.{attr}", code_dir)) is not None:
+            stack.append((sub, None))  # ``from package import submodule``
+            return
+        target = _resolve(module, code_dir)
+        if target is not None:
+            stack.append((target, attr))
+
+    def follow(mod: ModuleDefs, stmt: Statement) -> None:
+        local = dict(stmt.imports)
+        bare = set(stmt.bare)
+        for name, attr in stmt.dotted:
+            binding = local.get(name) or (None if name in mod.defs else mod.imports.get(name))
+            if binding is not None and binding[1] is None:
+                target = _resolve(binding[0], code_dir)
+                if target is not None:
+                    stack.append((target, attr))
+                    continue
+            bare.add(name)
+        for name in bare | set(local):
+            if name in local:
+                resolve_import(local[name])
+            else:
+                stack.append((mod.path, name))
+        for star in stmt.stars:
+            if (target := _resolve(star, code_dir)) is not None:
+                stack.append((target, None))
+
+    while stack:
+        path, name = stack.pop()
+        if (path, name) in seen:
+            continue
+        seen.add((path, name))
+        mod = module_defs(path)
+        if path not in used:  # first visit: the module's top-level statements run on import
+            used[path] = set()
+            for effect in mod.effects:
+                follow(mod, effect)
+        if name is None:
+            whole.add(path)
+            for stmts in mod.defs.values():
+                for stmt in stmts:
+                    follow(mod, stmt)
+            for star in mod.stars:
+                if (target := _resolve(star, code_dir)) is not None:
+                    stack.append((target, None))
+        elif name in mod.defs:
+            used[path].add(name)
+            for stmt in mod.defs[name]:
+                follow(mod, stmt)
+        elif name in mod.imports:
+            resolve_import(mod.imports[name])
+        else:
+            for star in mod.stars:
+                if (target := _resolve(star, code_dir)) is not None:
+                    stack.append((target, name))
+            # otherwise a builtin, a library name or a typo: nothing in code/ to follow
+
+    digests: dict[Path, str] = {}
+    names: dict[Path, list[str]] = {}
+    for path in sorted(used):
+        mod = module_defs(path)
+        chosen = sorted(mod.defs) if path in whole else sorted(used[path])
+        blob = json.dumps(
+            {"defs": {n: [s.dump for s in mod.defs[n]] for n in chosen}, "effects": [s.dump for s in mod.effects]},
+            ensure_ascii=False,
+        )
+        digests[path] = hashlib.sha256(blob.encode()).hexdigest()
+        names[path] = ["*"] if path in whole else chosen
+    reached = {(p, n) for p, n in seen if n is not None}
+    return DefinitionDeps(digests, names, reached)

@@ -1,0 +1,55 @@
+"""Build the figures that the articles embed.
+
+    python -m llmsite figures            # build what is out of date
+    python -m llmsite figures --force    # rebuild everything
+    python -m llmsite figures --only attention-weights
+    python -m llmsite figures --list     # declarations, dependencies, cache state
+
+Figures are declared in code/figures/*.py with @figure(...) (see code/figkit.py).
+MkDocs runs the same pipeline from llmsite/mkdocs/figures.py.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from llmsite.cache.deps import function_deps
+from llmsite.cli import cached_steps_parser
+from llmsite.figures import cache, registry, runner
+from llmsite.paths import rel
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = cached_steps_parser("figures", "生成文章中的图（带缓存）", "重画")
+    args = parser.parse_args(argv)
+
+    try:
+        specs = registry.discover()
+    except registry.DeclarationError as exc:
+        print(f"错误：{exc}", file=sys.stderr)
+        return 2
+    if args.only:
+        unknown = sorted(set(args.only) - set(specs))
+        if unknown:
+            print(f"错误：没有声明过的图：{'、'.join(unknown)}（已有：{'、'.join(specs)}）", file=sys.stderr)
+            return 2
+        specs = {name: specs[name] for name in args.only}
+    items = runner.plan(specs.values(), force=args.force)
+
+    if args.list:
+        for item in items:
+            state = "已缓存" if item.cached else "需生成"
+            deps = ", ".join(rel(p) for p in function_deps(item.spec.module, item.spec.function))
+            print(f"{item.spec.name}  [{state}]  文章 {item.spec.article}  {item.spec.where}\n    依赖：{deps}")
+        return 0
+    try:
+        runner.run(items)
+    except runner.FigureError as exc:
+        print(f"错误：{exc}", file=sys.stderr)
+        return 1
+    print(f"缓存目录：{rel(cache.ROOT_DIR)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Execute the hands-on labs (labs/*.py) whose inputs changed.
+
+    python -m llmsite labs             # execute what is out of date
+    python -m llmsite labs --force     # execute everything
+    python -m llmsite labs --only attention_lab
+    python -m llmsite labs --list      # labs, the code/ definitions and artifacts they use, cache state
+
+Stale build artifacts the labs use (the trained model) are computed first
+(scripts/build_artifacts.py). Executed notebooks are cached under .cache/labs/
+(see llmsite/labs.py);
+MkDocs runs the same pipeline from llmsite/mkdocs/labs.py and publishes them as
+labs/<name>.ipynb pages.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from llmsite import artifacts, labs
+from llmsite.cli import cached_steps_parser
+from llmsite.paths import rel
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = cached_steps_parser("labs", "执行动手实验（带缓存）", "执行")
+    args = parser.parse_args(argv)
+
+    found = labs.discover()
+    if args.only:
+        unknown = sorted(set(args.only) - set(found))
+        if unknown:
+            print(f"错误：没有这个动手实验：{'、'.join(unknown)}（已有：{'、'.join(found) or '无'}）", file=sys.stderr)
+            return 2
+        found = {name: found[name] for name in args.only}
+    items = labs.plan(list(found.values()), force=args.force)
+
+    if args.list:
+        for item in items:
+            state = "已缓存" if item.cached else "需执行"
+            deps = labs.dependencies(item.lab)
+            files = ", ".join(rel(p) for p in deps) or "（无）"
+            print(f"{item.lab.name}  [{state}]  {item.lab.where}\n    依赖：{files}")
+            for path, names in deps.items():
+                print(f"      {rel(path)}：{', '.join(names)}")
+            used = [f"{a.name}（{item.key.inputs[f'artifact:{a.name}']}）" for a in labs.uses_artifacts(item.lab)]
+            print(f"    构建产物：{'、'.join(used) or '（无）'}")
+        return 0
+    try:
+        labs.run(items)
+    except (labs.LabError, artifacts.ArtifactError) as exc:
+        print(f"错误：{exc}", file=sys.stderr)
+        return 1
+    print(f"缓存目录：{rel(labs.ROOT_DIR)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

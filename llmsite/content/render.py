@@ -1,0 +1,169 @@
+"""Markdown for the generated listings: article cards, pager, route.
+
+Output is Markdown (with md_in_html blocks). Text from front matter and data
+files (titles, descriptions, names) never goes into Markdown syntax, where
+``*``, ``[..](javascript:..)`` or ``$`` would be interpreted: it is written as
+escaped text inside raw HTML elements (``text_link``, ``text``). Links between
+the site's own fixed pages stay Markdown ``.md`` links, validated by MkDocs.
+"""
+
+from __future__ import annotations
+
+import html
+import posixpath
+import re
+from math import ceil
+
+from llmsite.content.articles import Article, Site
+from llmsite.labs import title as lab_title
+
+
+def text(value: str) -> str:
+    """Contributor text for element content or a double-quoted attribute."""
+    return html.escape(value, quote=True)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|$])")  # Python-Markdown's escapable characters, | and $
+
+
+def md_text(value: str) -> str:
+    """Contributor text inside Markdown syntax (a heading): escaped for HTML, then for Markdown."""
+    return _MD_SPECIAL.sub(r"\\\1", text(value))
+
+
+def text_link(from_uri: str, to_uri: str, label: str, cls: str = "") -> str:
+    """A raw HTML link to another page source with escaped text (not Markdown)."""
+    attr = f' class="{cls}"' if cls else ""
+    return f'<a href="{text(_href(from_uri, url_for(to_uri)))}"{attr}>{text(label)}</a>'
+
+
+def _link(from_uri: str, to_uri: str) -> str:
+    return posixpath.relpath(to_uri, posixpath.dirname(from_uri) or ".")
+
+
+def tag_anchor(tag: str) -> str:
+    """Anchor of a tag on the tags page (Material's default tag:{slug})."""
+    from pymdownx.slugs import slugify
+
+    return "tag:" + slugify(case="lower")(tag, "-")
+
+
+def meta_line(article: Article, avatar_href: str = "") -> str:
+    """Reading time, author and date: the one copy for the article's header and the cards of the listings."""
+    avatar = (f'<img class="llm-avatar" src="{text(avatar_href)}" alt="" width="20" height="20">'
+              if avatar_href else "")
+    return (
+        f'<span class="llm-meta__time">{article.readtime} 分钟阅读</span>'
+        f'<span class="llm-meta__author">{avatar}<span title="{text(article.author.bio)}">{text(article.author.name)}'
+        "</span></span>"
+        f'<time class="llm-meta__date" datetime="{article.date.isoformat()}">{article.date.isoformat()}</time>'
+    )
+
+
+def url_for(uri: str) -> str:
+    """Directory URL of a page source (``articles/x.md`` -> ``articles/x/``)."""
+    stem = uri.removesuffix(".md").removesuffix(".ipynb")
+    if stem == "index" or stem.endswith("/index"):
+        return stem.removesuffix("index")
+    return stem + "/"
+
+
+def _href(from_uri: str, to_url: str) -> str:
+    """Relative href between directory URLs (for raw HTML, which MkDocs does not rewrite)."""
+    base = url_for(from_uri) or "."
+    return posixpath.relpath(to_url or ".", base) + ("/" if to_url.endswith("/") else "")
+
+
+def card(article: Article, from_uri: str, tags_uri: str = "tags.md") -> str:
+    # Tag anchors are added by the tags plugin after link validation, so these
+    # are raw HTML links (checked by tests/site/test_built_html.py instead).
+    tags_href = _href(from_uri, url_for(tags_uri))
+    tag_links = "".join(
+        f'<a class="md-tag" href="{text(tags_href + "#" + tag_anchor(t))}">{text(t)}</a>' for t in article.tags
+    )
+    return "\n".join(
+        [
+            '<article class="llm-card" markdown>',
+            f'<p>{text_link(from_uri, article.src_uri, article.title, "llm-card__title")}</p>',
+            "",
+            f'<p class="llm-card__summary">{text(article.description)}</p>',
+            "",
+            f'<p class="llm-meta">{meta_line(article)}</p>',
+            "",
+            f'<nav class="md-tags llm-card__tags">{tag_links}</nav>',
+            "",
+            "</article>",
+            "",
+        ]
+    )
+
+
+def pages_count(site: Site, per_page: int) -> int:
+    return max(1, ceil(len(site.articles) / per_page))
+
+
+def page_uri(n: int) -> str:
+    return "articles/index.md" if n == 1 else f"articles/page/{n}.md"
+
+
+def article_list(site: Site, page: int, per_page: int, from_uri: str) -> str:
+    items = site.newest()[(page - 1) * per_page : page * per_page]
+    total = pages_count(site, per_page)
+    out = [f'<p class="llm-count" markdown>共 {len(site.articles)} 篇文章，按发布日期从新到旧排列。'
+           f"也可以按[标签]({_link(from_uri, 'tags.md')})或[学习路线]({_link(from_uri, 'route.md')})浏览。</p>", ""]
+    out += ['<div class="llm-cards" markdown>', ""]
+    out += [card(a, from_uri) for a in items]
+    out += ["</div>", ""]
+    if total > 1:
+        links = []
+        for n in range(1, total + 1):
+            target = _link(from_uri, page_uri(n))
+            links.append(f"**{n}**" if n == page else f"[{n}]({target})")
+        prev_link = f"[← 较新]({_link(from_uri, page_uri(page - 1))})" if page > 1 else ""
+        next_link = f"[较早 →]({_link(from_uri, page_uri(page + 1))})" if page < total else ""
+        out += [f'<nav class="llm-pager" markdown>{prev_link} {" ".join(links)} {next_link}</nav>', ""]
+    return "\n".join(out)
+
+
+def latest(site: Site, n: int, from_uri: str) -> str:
+    out = ['<div class="llm-cards" markdown>', ""]
+    out += [card(a, from_uri) for a in site.newest(n)]
+    out += ["</div>", "", f"[查看全部文章 →]({_link(from_uri, 'articles/index.md')})", ""]
+    return "\n".join(out)
+
+
+def route_overview(site: Site, from_uri: str) -> str:
+    out: list[str] = []
+    for i, stage in enumerate(site.route.stages):
+        members = [a for a in site.articles.values() if a.stage == i]
+        line = f"{i + 1}. <strong>{text(stage.title)}</strong>（{len(members)} 篇）：{text(stage.summary)}"
+        if members:
+            line += f"从{text_link(from_uri, members[0].src_uri, members[0].title)}开始。"
+        out.append(line)
+    out += ["", f"[打开完整的学习路线 →]({_link(from_uri, 'route.md')})", ""]
+    return "\n".join(out)
+
+
+def route_page(site: Site, from_uri: str) -> str:
+    out: list[str] = []
+    number = 0
+    for i, stage in enumerate(site.route.stages):
+        out += [f"## {md_text(stage.title)}", "", f"<p>{text(stage.summary)}</p>", ""]
+        members = [a for a in site.articles.values() if a.stage == i]
+        if not members:
+            continue
+        # numbering continues across stages: the route is one ordered path
+        out += [f'<ol class="llm-route" start="{number + 1}" markdown>', ""]
+        for a in members:
+            number += 1
+            out += [
+                '<li markdown="block">',  # li defaults to span-level: the labs list needs block parsing
+                f"{text_link(from_uri, a.src_uri, a.title)}：{text(a.description)}（{a.readtime} 分钟阅读）",
+                "",
+            ]
+            for lab in a.labs:
+                title = lab_title(lab) or f"动手实验：{posixpath.basename(lab)}"
+                out.append(f"- {text_link(from_uri, lab, title)}")
+            out += ["", "</li>"]
+        out += ["</ol>", ""]
+    return "\n".join(out)

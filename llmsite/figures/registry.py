@@ -1,0 +1,158 @@
+"""Discover figure declarations by parsing ``code/figures/*.py`` (no import)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from llmsite.paths import CODE, rel
+
+FIGURES_DIR = "figures"
+DECORATOR = "figure"
+# The one marker that embeds a figure in an article: alone on its line, not indented. The build (mkdocs/figures.py),
+# the content checks and the benchmark all use this pattern.
+MARKER = re.compile(r"^<!--[ \t]*figure:[ \t]*(?P<name>[\w-]+)[ \t]*-->[ \t]*$", re.M)
+DEFAULT_TIMEOUT = 120.0  # seconds a figure may take to draw (both themes); @figure(..., timeout=...) changes it
+DATA_DECORATOR = "figure_data"  # @figure_data("name", view="heatmap"): the data of the figure's interactive view
+VIEWS = ("heatmap", "bars")  # the views docs/assets/javascripts/figures.js draws
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    name: str
+    module: Path  # the file that declares and draws it
+    function: str
+    article: str
+    title: str
+    caption: str
+    data: tuple[str, ...]
+    line: int
+    timeout: float = DEFAULT_TIMEOUT
+    data_function: str | None = None  # the @figure_data function of the same module (interactive view), if any
+    view: str | None = None  # its view: one of VIEWS
+    data_line: int = 0
+
+    @property
+    def where(self) -> str:
+        return f"{rel(self.module)}:{self.line}"
+
+    @property
+    def data_where(self) -> str:
+        return f"{rel(self.module)}:{self.data_line}"
+
+
+class DeclarationError(ValueError):
+    pass
+
+
+def _literal(node: ast.expr, what: str, where: str) -> object:
+    try:
+        return ast.literal_eval(node)
+    except ValueError as exc:
+        raise DeclarationError(f"{where}: @figure 的参数 {what} 必须是字面量（字符串或字符串元组）") from exc
+
+
+def _decorator_call(dec: ast.expr, decorator: str = DECORATOR) -> ast.Call | None:
+    if not isinstance(dec, ast.Call):
+        return None
+    func = dec.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return dec if name == decorator else None
+
+
+def _data_declarations(tree: ast.Module, path: Path) -> dict[str, tuple[str, str, int]]:
+    """``{figure name: (function, view, line)}`` for the ``@figure_data`` functions of one module."""
+    found: dict[str, tuple[str, str, int]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for dec in node.decorator_list:
+            call = _decorator_call(dec, DATA_DECORATOR)
+            if call is None:
+                continue
+            where = f"{rel(path)}:{node.lineno}"
+            if len(call.args) != 1:
+                raise DeclarationError(f"{where}: @figure_data 需要恰好一个位置参数：它所属的图的名字")
+            name = str(_literal(call.args[0], "name", where))
+            kw = {k.arg: _literal(k.value, str(k.arg), where) for k in call.keywords if k.arg}
+            unknown = sorted(set(kw) - {"view"})
+            if unknown:
+                raise DeclarationError(f"{where}: @figure_data 不认识参数 {'、'.join(unknown)}（只有 view）")
+            view = kw.get("view")
+            if view not in VIEWS:
+                raise DeclarationError(
+                    f"{where}: @figure_data 的 view 应是 {' 或 '.join(repr(v) for v in VIEWS)}，现在是 {view!r}"
+                )
+            if name in found:
+                raise DeclarationError(f"{where}: 图 {name} 的 @figure_data 已在第 {found[name][2]} 行声明过")
+            found[name] = (node.name, str(view), node.lineno)
+    return found
+
+
+def parse_module(path: Path) -> list[FigureSpec]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    specs = _figure_declarations(tree, path)
+    data = _data_declarations(tree, path)
+    names = {spec.name for spec in specs}
+    for name, (function, _, line) in data.items():
+        if name not in names:
+            raise DeclarationError(
+                f"{rel(path)}:{line}: @figure_data(\"{name}\") 的函数 {function} 找不到同名的图："
+                "它要和 @figure 声明在同一个文件里，名字一字不差"
+            )
+    return [
+        replace(spec, data_function=data[spec.name][0], view=data[spec.name][1], data_line=data[spec.name][2])
+        if spec.name in data else spec
+        for spec in specs
+    ]
+
+
+def _figure_declarations(tree: ast.Module, path: Path) -> list[FigureSpec]:
+    specs = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for dec in node.decorator_list:
+            call = _decorator_call(dec)
+            if call is None:
+                continue
+            where = f"{rel(path)}:{node.lineno}"
+            if len(call.args) != 1:
+                raise DeclarationError(f"{where}: @figure 需要恰好一个位置参数：图的名字")
+            kw = {k.arg: _literal(k.value, str(k.arg), where) for k in call.keywords if k.arg}
+            missing = [k for k in ("article", "title", "caption") if not kw.get(k)]
+            if missing:
+                raise DeclarationError(f"{where}: @figure 缺少参数 {'、'.join(missing)}")
+            data = kw.get("data", ())
+            if isinstance(data, str):
+                data = (data,)
+            timeout = kw.get("timeout", DEFAULT_TIMEOUT)
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+                raise DeclarationError(f"{where}: @figure 的 timeout 应是正数（秒），例如 timeout=300")
+            specs.append(
+                FigureSpec(
+                    name=str(_literal(call.args[0], "name", where)),
+                    module=path,
+                    function=node.name,
+                    article=str(kw["article"]),
+                    title=str(kw["title"]),
+                    caption=str(kw["caption"]),
+                    data=tuple(str(d) for d in data),
+                    line=node.lineno,
+                    timeout=float(timeout),
+                )
+            )
+    return specs
+
+
+def discover(code_dir: Path = CODE) -> dict[str, FigureSpec]:
+    """Every declared figure by name; duplicate names are an error."""
+    found: dict[str, FigureSpec] = {}
+    for path in sorted((code_dir / FIGURES_DIR).glob("*.py")):
+        for spec in parse_module(path):
+            if spec.name in found:
+                raise DeclarationError(f"{spec.where}: 图 {spec.name} 已在 {found[spec.name].where} 声明过")
+            found[spec.name] = spec
+    return found

@@ -1,0 +1,184 @@
+"""Build-time figures in MkDocs.
+
+- add_files: finds the declared figures, builds the out-of-date ones in a
+  subprocess (``python -m llmsite figures``; the MkDocs process never imports
+  torch, and edited modules are always loaded fresh) and adds the cached SVGs
+  as generated files ``figures/<name>.<theme>.svg``: nothing is written into
+  docs/, so ``mkdocs serve`` does not loop.
+- expand: replaces ``<!-- figure: NAME -->`` with the light and dark
+  images (Material shows the one matching the palette) and the caption.
+  A figure with an interactive view (``@figure_data``) also gets its cached data
+  as the generated file ``figures/<name>.data.json``, named in the figure's
+  ``data-llm-data`` attribute; docs/assets/javascripts/figures.js fetches it from
+  the site and draws the view, and the static images stay the fallback (no
+  JavaScript, print, feed, search engines). Not an inline ``<script>`` data block:
+  Material's instant navigation re-creates every inline script of the new page
+  without its ``type``, which would run the JSON as JavaScript (and break the CSP).
+- under serve: code/ is watched through ``watch:`` in mkdocs.yml; an edit there
+  triggers a rebuild and only the figures whose inputs changed are redrawn.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import posixpath
+import re
+import time
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File
+
+from llmsite import report, worker
+from llmsite.figures import cache, registry, runner
+
+log = logging.getLogger("mkdocs.plugins.llmsite.figures")
+MARKER = registry.MARKER  # one pattern for the build, the content checks and the benchmark
+TARGET = "figures"
+
+def _build(specs: dict[str, registry.FigureSpec], names: list[str]) -> None:
+    start = time.perf_counter()
+    # Each figure has its own limit inside the script. This backstop also covers a figure stuck in C code,
+    # with room for the trained artifacts the figures may need first (minutes on a loaded 2-core machine).
+    backstop = sum(specs[n].timeout for n in names) + 900
+    proc = worker.run_step("figures", names, log, "figures", timeout=backstop)
+    if proc.returncode != 0:
+        raise PluginError(f"生成文章插图失败：\n{worker.failure(proc)}")
+    seconds = time.perf_counter() - start
+    log.info("figures: 重新生成 %d 张图，用时 %.1f s", len(names), seconds)
+    report.record("figures", len(names), seconds)
+
+
+class Figures:
+    """The figures of one build. Under ``mkdocs serve`` a figure that fails does not stop the preview: the error
+    is logged and shown in the page where the figure goes, and the next save that fixes it draws it
+    (``mkdocs build`` stops)."""
+
+    def __init__(self, serving: bool, enabled: bool = True) -> None:
+        self.serving = serving
+        self.enabled = enabled  # off: markers stay in the page (the benchmark inlines them to measure this step)
+        self.specs: dict[str, registry.FigureSpec] = {}
+        self.failed: dict[str, str] = {}  # figure name -> error message, for this build
+
+    def add_files(self, files: Any, config: Any) -> None:
+        if not self.enabled:
+            return
+        try:
+            self.specs = registry.discover()
+        except registry.DeclarationError as exc:
+            raise PluginError(f"图的声明有误：{exc}") from exc
+        items = runner.plan(self.specs.values())
+        stale = [item.spec.name for item in items if not item.cached]
+        self.failed = {}
+        if stale:
+            try:
+                _build(self.specs, stale)
+            except PluginError as exc:
+                if not self.serving:
+                    raise
+                log.error("%s\n（预览继续运行：出错的图在页面上显示为错误信息，改好并保存后会重新生成）", exc)
+                self.failed = {name: str(exc) for name in stale}
+            items = runner.plan(self.specs.values())
+        for item in items:
+            if not item.cached and item.spec.name in self.failed:
+                continue
+            for theme, path in cache.outputs(item.spec, item.key).items():
+                if not path.is_file():
+                    raise PluginError(f"图 {item.spec.name} 的缓存文件不存在：{path}")
+                uri = f"{TARGET}/{item.spec.name}.{theme}.{cache.FORMAT}"
+                files.append(File.generated(config, uri, abs_src_path=str(path)))
+            data = cache.data_output(item.spec, item.key)
+            if data is not None:
+                if not data.is_file():
+                    raise PluginError(f"图 {item.spec.name} 的交互数据不在缓存里：{data}")
+                files.append(File.generated(config, data_uri(item.spec), abs_src_path=str(data)))
+
+    def expand(self, markdown: str, page: Any) -> str:
+        if not self.enabled or "figure:" not in markdown:
+            return markdown
+
+        def replace(match: re.Match[str]) -> str:
+            name = match.group("name")
+            spec = self.specs.get(name)
+            if spec is None:
+                known = "、".join(sorted(self.specs)) or "（无）"
+                raise PluginError(
+                    f"docs/{page.file.src_uri}: 引用了没有声明的图 {name}（已声明：{known}）。"
+                    "在 code/figures/ 中用 @figure 声明它，或改正名字。"
+                )
+            if name in self.failed:
+                return (
+                    f'<div class="admonition failure llm-figure-error"><p class="admonition-title">图 {name} 生成失败'
+                    f"</p><pre>{html.escape(self.failed[name])}</pre></div>"
+                )
+            return figure_markdown(spec, page.file.src_uri, page.url if spec.data_function else "")
+
+        return MARKER.sub(replace, markdown)
+
+
+def data_uri(spec: registry.FigureSpec) -> str:
+    """Where the site serves a figure's interactive data."""
+    return f"{TARGET}/{spec.name}.data.json"
+
+
+_TEX = [
+    (re.compile(r"\\sqrt\{([^{}]*)\}"), r"√\1"),
+    (re.compile(r"\\(?:cdot)\b"), "·"),
+    (re.compile(r"\\(?:times)\b"), "×"),
+    (re.compile(r"\\([A-Za-z]+)"), r"\1"),  # 其余命令只留名字（\alpha → alpha）
+    (re.compile(r"([_^])\{([^{}]*)\}"), r"\1\2"),  # 10^{-9} → 10^-9
+    (re.compile(r"[{}]"), ""),
+]
+_MARKDOWN = [
+    (re.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),  # [文字](链接) → 文字
+    (re.compile(r"\*\*(.+?)\*\*"), r"\1"),
+    (re.compile(r"\*(.+?)\*"), r"\1"),
+    (re.compile(r"`([^`]*)`"), r"\1"),
+]
+
+
+def plain_text(markdown: str) -> str:
+    """A caption as plain text for an alt attribute: no Markdown, TeX written out simply."""
+
+    def math(match: re.Match[str]) -> str:
+        tex = match.group(1)
+        for pattern, repl in _TEX:
+            tex = pattern.sub(repl, tex)
+        return tex.strip()
+
+    text = re.sub(r"\$([^$]+)\$", math, markdown)
+    for pattern, repl in _MARKDOWN:
+        text = pattern.sub(repl, text)
+    return " ".join(text.split())
+
+
+def figure_alt(spec: registry.FigureSpec) -> str:
+    """The alt text: the title, then the caption in plain text, so the image says what it shows on its own
+    (copied, opened alone, or read without the caption)."""
+    title = spec.title.strip().rstrip("。")
+    alt = f"{title}。{plain_text(spec.caption)}"
+    return alt.replace("[", "（").replace("]", "）")
+
+
+def figure_markdown(spec: registry.FigureSpec, page_uri: str, page_url: str = "") -> str:
+    base = posixpath.relpath(TARGET, posixpath.dirname(page_uri) or ".")
+    alt = figure_alt(spec)
+    images = "\n".join(
+        f"![{alt}]({base}/{spec.name}.{theme}.{cache.FORMAT}#only-{theme}){{ loading=lazy }}"
+        for theme in cache.THEMES
+    )
+    view = ""
+    if spec.data_function:
+        # an attribute, not a Markdown link: relative to the page's URL (MkDocs does not rewrite it); without
+        # one, the URL MkDocs gives the page with directory URLs (articles/x.md -> articles/x/)
+        if not page_url:
+            stem = posixpath.splitext(page_uri)[0]
+            folder = posixpath.dirname(stem) if posixpath.basename(stem) in ("index", "README") else stem
+            page_url = f"{folder}/" if folder else ""
+        data = posixpath.relpath(data_uri(spec), posixpath.dirname(page_url) or ".")
+        view = f' data-llm-view="{spec.view}" data-llm-data="{data}"'
+    return (
+        f'<figure class="llm-figure" id="fig-{spec.name}"{view} markdown>\n\n{images}\n\n'
+        f"<figcaption markdown>\n{spec.caption}\n</figcaption>\n</figure>\n"
+    )

@@ -1,0 +1,123 @@
+"""The ``llmsite`` MkDocs plugin: every event of the build wired in one place.
+
+The parts are created once per build in ``on_config`` / ``on_files`` and kept on the plugin
+(no module globals); each event calls them in the order written here, so nothing depends on
+the order of a ``hooks:`` list. The work itself is in the MkDocs-independent package
+(``llmsite.content``, ``llmsite.figures``, ``llmsite.labs``): these methods only translate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin, event_priority
+
+from llmsite import paths
+from llmsite.content.articles import Site
+from llmsite.mkdocs import content, csp, feed, search_index
+from llmsite.mkdocs.config import SiteConfig
+from llmsite.mkdocs.dates import RevisionDates
+from llmsite.mkdocs.figures import Figures
+from llmsite.mkdocs.labs import Labs
+from llmsite.mkdocs.listings import Listings
+from llmsite.mkdocs.vendor import check_katex
+
+
+class SitePlugin(BasePlugin[SiteConfig]):
+    supports_multiple_instances = False
+
+    def __init__(self) -> None:
+        self.serving = False
+        self.site: Site | None = None
+        self.dates: RevisionDates | None = None
+        self.listings: Listings | None = None
+        self.figures = Figures(serving=False)
+        self.labs = Labs(serving=False)
+
+    # ------------------------------------------------------------------ set-up
+
+    def on_startup(self, *, command: str, dirty: bool) -> None:
+        self.serving = command == "serve"
+
+    def on_config(self, config: Any) -> Any:
+        root = Path(config.config_file_path).resolve().parent
+        if root != paths.ROOT:
+            raise PluginError(
+                f"llmsite 从 {paths.ROOT} 导入，但正在构建 {root}。请在站点的目录里用 `python -m mkdocs ...` 运行"
+                "（当前目录在导入路径的最前面，导入的就是这个站点自己的 llmsite）。"
+            )
+        docs = Path(config["docs_dir"])
+        check_katex(docs)
+        content.nav_sections(config, root)
+        self.dates = RevisionDates(docs)
+        self.figures = Figures(serving=self.serving, enabled=self.config.figures)
+        self.labs = Labs(serving=self.serving)
+        return config
+
+    @event_priority(100)  # before other plugins read the files (mkdocs-jupyter wraps the lab notebooks at 0)
+    def on_files(self, files: Any, *, config: Any) -> Any:
+        self.site = content.load(paths.ROOT)
+        self.listings = Listings(self.site, self.config.articles_per_page, self.config.latest_on_home)
+        self.listings.add_pages(files, config)
+        self.figures.add_files(files, config)
+        self.labs.add_files(files, config)
+        return files
+
+    def on_nav(self, nav: Any, *, config: Any, files: Any) -> Any:
+        content.link_neighbours(self._site(), nav)
+        return nav
+
+    # ------------------------------------------------------------------ pages
+
+    def on_page_markdown(self, markdown: str, *, page: Any, config: Any, files: Any) -> str:
+        site = self._site()
+        content.page_values(site, page)
+        if self.dates is not None:
+            self.dates.apply(page, site.by_uri(page.file.src_uri))
+        if self.listings is not None:
+            markdown = self.listings.expand(markdown, page.file.src_uri)
+        return self.figures.expand(markdown, page)
+
+    def on_page_content(self, html: str, *, page: Any, config: Any, files: Any) -> str:
+        return self.labs.page_content(html, page, files)
+
+    def on_page_context(self, context: Any, *, page: Any, config: Any, nav: Any) -> Any:
+        self.labs.edit_url(page, config)
+        return context
+
+    def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
+        output = self.labs.add_stylesheet(output, page)
+        return self._csp_meta(output)
+
+    def on_post_template(self, output_content: str, *, template_name: str, config: Any) -> str:
+        return self._csp_meta(output_content) if template_name.endswith(".html") else output_content
+
+    # ------------------------------------------------------------------ after the build
+
+    @event_priority(-100)  # after Material's search plugin has written the index, after every page is written
+    def on_post_build(self, *, config: Any) -> None:
+        site_dir = Path(config["site_dir"])
+        feed.write(self._site(), config)
+        search_index.rewrite(site_dir, self.config.search_index_budget_kb)
+        if self._csp_on():
+            csp.finish(site_dir, config)
+
+    def on_serve(self, server: Any, *, config: Any, builder: Any) -> Any:
+        self.labs.watch(server)
+        return server
+
+    # ------------------------------------------------------------------ helpers
+
+    def _site(self) -> Site:
+        if self.site is None:
+            raise PluginError("llmsite: 文章模型还没有读入（on_files 没有运行）")
+        return self.site
+
+    def _csp_on(self) -> bool:
+        # not under serve: its live-reload script is injected after the build and would be blocked
+        return self.config.content_security_policy and not self.serving
+
+    def _csp_meta(self, output: str) -> str:
+        return csp.add_meta(output) if self._csp_on() else output
