@@ -32,6 +32,7 @@ from pathlib import Path
 
 import torch
 from attention import causal_mask
+from feed_forward import FeedForward
 from multi_head_attention import MultiHeadAttention
 from positional_encoding import LearnedPositionEmbedding, sinusoidal_position_encoding
 from shapes import check_int, check_positive, check_tensor, fmt, shape_error
@@ -63,12 +64,9 @@ class Block(nn.Module):
         self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
         self.mlp: nn.Module | None = None
         if cfg.mlp:
-            self.mlp = nn.Sequential(
-                nn.LayerNorm(cfg.d_model),
-                nn.Linear(cfg.d_model, 4 * cfg.d_model),
-                nn.GELU(),
-                nn.Linear(4 * cfg.d_model, cfg.d_model),
-            )
+            # 前馈子层：LayerNorm 之后接 code/feed_forward.py 的 FeedForward（d -> 4d -> GELU -> d）。
+            # 有 MLP 时这一层就是 code/transformer_block.py 的 Pre-LN 块，只是多存了注意力权重
+            self.mlp = nn.Sequential(nn.LayerNorm(cfg.d_model), FeedForward(cfg.d_model))
 
     def forward(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """x: (B, T, d_model)。返回 (新的残差流, 注意力权重 (B, n_heads, T, T))。"""
