@@ -25,7 +25,6 @@ Planning is cheap: AST and hashes, no torch.
 from __future__ import annotations
 
 import ast
-import hashlib
 import importlib
 import json
 import os
@@ -35,12 +34,11 @@ import sys
 import time
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from importlib import metadata
 from pathlib import Path
 from typing import TextIO
 
+from llmsite import cache as build_cache
 from llmsite.cache.deps import definition_deps
-from llmsite.figures import cache as figure_cache
 from llmsite.paths import CACHE, CODE, ROOT, rel
 
 PIPELINE_VERSION = "1"
@@ -123,17 +121,10 @@ def discover(code_dir: Path = CODE) -> dict[str, Artifact]:
 
 @cache
 def library_versions() -> tuple[tuple[str, str], ...]:
-    out = []
-    for name in LIBRARIES:
-        try:
-            out.append((name, metadata.version(name)))
-        except metadata.PackageNotFoundError:
-            out.append((name, "missing"))
-    out.append(("python", f"{sys.version_info.major}.{sys.version_info.minor}"))
-    return tuple(out)
+    return build_cache.versions(LIBRARIES)
 
 
-def key_for(artifact: Artifact, code_dir: Path = CODE, root: Path = ROOT) -> figure_cache.Key:
+def key_for(artifact: Artifact, code_dir: Path = CODE, root: Path = ROOT) -> build_cache.Key:
     inputs: dict[str, str] = {
         "pipeline": PIPELINE_VERSION,
         "declaration": json.dumps([artifact.name, artifact.compute, artifact.save], ensure_ascii=False),
@@ -144,8 +135,7 @@ def key_for(artifact: Artifact, code_dir: Path = CODE, root: Path = ROOT) -> fig
         inputs[f"defs:{rel(path, root)}"] = digest
     for name, version in library_versions():
         inputs[f"lib:{name}"] = version
-    blob = json.dumps(inputs, sort_keys=True, ensure_ascii=False).encode()
-    return figure_cache.Key(hashlib.sha256(blob).hexdigest()[:20], inputs)
+    return build_cache.key(inputs)
 
 
 def used_by(reached: set[tuple[Path, str]], code_dir: Path = CODE) -> list[Artifact]:
@@ -158,14 +148,14 @@ def consumer_inputs(reached: set[tuple[Path, str]], code_dir: Path = CODE, root:
     return {f"artifact:{a.name}": key_for(a, code_dir, root).digest for a in used_by(reached, code_dir)}
 
 
-def file_path(artifact: Artifact, key: figure_cache.Key, root: Path | None = None) -> Path:
+def file_path(artifact: Artifact, key: build_cache.Key, root: Path | None = None) -> Path:
     return (root or root_dir()) / artifact.name / key.digest / artifact.filename
 
 
 @dataclass
 class Planned:
     artifact: Artifact
-    key: figure_cache.Key
+    key: build_cache.Key
     cached: bool
 
     def path(self, root: Path | None = None) -> Path:
@@ -194,7 +184,7 @@ def build(item: Planned, code_dir: Path = CODE) -> Path:
     module = importlib.import_module(artifact.module.stem)
     root = root_dir()
     root.mkdir(parents=True, exist_ok=True)
-    staging = root / f".tmp-{artifact.name}-{os.getpid()}"
+    staging = build_cache.staging_dir(root, artifact.name)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     try:
@@ -204,7 +194,7 @@ def build(item: Planned, code_dir: Path = CODE) -> Path:
         (staging / "inputs.json").write_text(
             json.dumps(item.key.inputs, indent=1, sort_keys=True, ensure_ascii=False), encoding="utf-8"
         )
-        return figure_cache.commit_dir(staging, item.path().parent)
+        return build_cache.commit_dir(staging, item.path().parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -214,7 +204,7 @@ def ensure(needed: list[Artifact], out: TextIO | None = None, code_dir: Path = C
     """Make sure the ``needed`` artifacts are cached (computing stale ones in a fresh process), then point
     ``LLM_ARTIFACT_<NAME>`` at every declared artifact that is cached. Returns {name: file}."""
     out = out or sys.stdout
-    figure_cache.clean_stale_staging(root_dir())
+    build_cache.clean_stale_staging(root_dir())
     stale = [item.artifact.name for item in plan(needed, code_dir=code_dir) if not item.cached]
     if stale:
         cmd = [sys.executable, "-m", "llmsite", "artifacts"] + [arg for name in stale for arg in ("--only", name)]
@@ -239,7 +229,7 @@ def ensure(needed: list[Artifact], out: TextIO | None = None, code_dir: Path = C
 def run(items: list[Planned], out: TextIO | None = None, code_dir: Path = CODE) -> int:
     """Compute every stale artifact of ``items`` in this process; a line per artifact. Returns how many."""
     out = out or sys.stdout
-    figure_cache.clean_stale_staging(root_dir())
+    build_cache.clean_stale_staging(root_dir())
     built = 0
     for item in items:
         if item.cached:

@@ -28,20 +28,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import sys
 import time
 from dataclasses import dataclass
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
 
 from llmsite import artifacts
+from llmsite import cache as build_cache
 from llmsite.cache.deps import closure, definition_deps
-from llmsite.figures import cache as figure_cache
 from llmsite.paths import CACHE, CODE, ROOT, rel
 
 PIPELINE_VERSION = "2"
@@ -50,6 +48,7 @@ CELL_TIMEOUT = 300  # seconds per cell
 LABS_DIR = "labs"  # top-level folder of the sources, and the site folder of the notebooks
 ROOT_DIR = CACHE / "labs"
 # What runs the notebook, on top of what draws the figures (torch, numpy, matplotlib, fonts, python).
+LIBRARIES = ("torch", "numpy", "matplotlib")  # what the labs compute and plot with
 RUNNER_LIBRARIES = ("jupytext", "nbformat", "nbclient", "ipykernel", "jupyter_client")
 CELL_MARKER = re.compile(r"^# %%")
 TITLE = re.compile(r"^# # (?P<title>.+?)\s*$")
@@ -122,18 +121,12 @@ def generated_page(target: Path, docs: Path, root: Path = ROOT) -> bool:
 
 @cache
 def library_versions() -> tuple[tuple[str, str], ...]:
-    out = list(figure_cache.library_versions())
-    for name in RUNNER_LIBRARIES:
-        try:
-            out.append((name, metadata.version(name)))
-        except metadata.PackageNotFoundError:
-            out.append((name, "missing"))
-    return tuple(out)
+    return build_cache.versions(LIBRARIES + RUNNER_LIBRARIES)
 
 
-def key_for(lab: Lab, code_dir: Path = CODE, root: Path = ROOT) -> figure_cache.Key:
+def key_for(lab: Lab, code_dir: Path = CODE, root: Path = ROOT) -> build_cache.Key:
     inputs: dict[str, str] = {"pipeline": PIPELINE_VERSION, "kernel": KERNEL}
-    inputs[f"lab:{rel(lab.source, root)}"] = figure_cache.file_digest(lab.source)
+    inputs[f"lab:{rel(lab.source, root)}"] = build_cache.file_digest(lab.source)
     found = definition_deps([(lab.source, None)], code_dir)
     for path, digest in found.digests.items():
         if path != lab.source.resolve():
@@ -141,8 +134,7 @@ def key_for(lab: Lab, code_dir: Path = CODE, root: Path = ROOT) -> figure_cache.
     inputs.update(artifacts.consumer_inputs(found.roots, code_dir, root))
     for name, version in library_versions():
         inputs[f"lib:{name}"] = version
-    blob = json.dumps(inputs, sort_keys=True, ensure_ascii=False).encode()
-    return figure_cache.Key(hashlib.sha256(blob).hexdigest()[:20], inputs)
+    return build_cache.key(inputs)
 
 
 def dependencies(lab: Lab, code_dir: Path = CODE) -> dict[Path, list[str]]:
@@ -160,18 +152,18 @@ def code_files(lab: Lab, code_dir: Path = CODE) -> list[Path]:
     return [p for p in closure(lab.source, code_dir) if p != lab.source.resolve()]
 
 
-def entry_dir(lab: Lab, key: figure_cache.Key, root: Path = ROOT_DIR) -> Path:
+def entry_dir(lab: Lab, key: build_cache.Key, root: Path = ROOT_DIR) -> Path:
     return root / lab.name / key.digest
 
 
-def notebook_path(lab: Lab, key: figure_cache.Key, root: Path = ROOT_DIR) -> Path:
+def notebook_path(lab: Lab, key: build_cache.Key, root: Path = ROOT_DIR) -> Path:
     return entry_dir(lab, key, root) / LABS_DIR / f"{lab.name}.ipynb"
 
 
 @dataclass
 class Planned:
     lab: Lab
-    key: figure_cache.Key
+    key: build_cache.Key
     cached: bool
 
     def notebook(self, root: Path = ROOT_DIR) -> Path:
@@ -276,7 +268,7 @@ def execute(item: Planned, root: Path = ROOT_DIR, cwd: Path = ROOT) -> Path:
 
     lab = item.lab
     root.mkdir(parents=True, exist_ok=True)
-    staging = root / f".tmp-{lab.name}-{os.getpid()}"
+    staging = build_cache.staging_dir(root, lab.name)
     shutil.rmtree(staging, ignore_errors=True)
     try:
         nb = to_notebook(lab.source)
@@ -309,7 +301,7 @@ def execute(item: Planned, root: Path = ROOT_DIR, cwd: Path = ROOT) -> Path:
         (staging / "inputs.json").write_text(
             json.dumps(item.key.inputs, indent=1, sort_keys=True, ensure_ascii=False), encoding="utf-8"
         )
-        return figure_cache.commit_dir(staging, entry_dir(lab, item.key, root))
+        return build_cache.commit_dir(staging, entry_dir(lab, item.key, root))
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -318,7 +310,7 @@ def execute(item: Planned, root: Path = ROOT_DIR, cwd: Path = ROOT) -> Path:
 def run(items: list[Planned], root: Path = ROOT_DIR, cwd: Path = ROOT, out: TextIO | None = None) -> tuple[int, int]:
     """Execute every stale lab, print a line per lab and a total. Returns (executed, cached)."""
     out = out or sys.stdout
-    figure_cache.clean_stale_staging(root)
+    build_cache.clean_stale_staging(root)
     start, executed, cached = time.perf_counter(), 0, 0
     needed: list[artifacts.Artifact] = []
     for item in items:

@@ -64,66 +64,6 @@ def closure(module: Path, code_dir: Path = CODE) -> list[Path]:
 STYLE_MODULE = "figkit"  # the shared plotting helper: every figure depends on it
 
 
-def _top_level(tree: ast.Module) -> tuple[dict[str, str], dict[str, ast.AST]]:
-    """(imported name -> module name, defined name -> node) at module level."""
-    imported: dict[str, str] = {}
-    defined: dict[str, ast.AST] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                imported[(alias.asname or alias.name).split(".")[0]] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                imported[alias.asname or alias.name] = node.module
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            defined[node.name] = node
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        defined[name.id] = node
-    return imported, defined
-
-
-def function_deps(module: Path, function: str, code_dir: Path = CODE) -> list[Path]:
-    """Files of ``code_dir`` that one function of ``module`` really uses.
-
-    Follows the names the function reads (and, transitively, the module-level
-    helpers and constants it reads) to their imports; each imported module then
-    brings its own import closure. The declaring module itself and the shared
-    style module are always included.
-    """
-    tree = ast.parse(module.read_text(encoding="utf-8"), filename=str(module))
-    imported, defined = _top_level(tree)
-    if function not in defined:
-        raise KeyError(f"{module}: no top-level function {function}")
-    used_modules: set[str] = {STYLE_MODULE}
-    seen: set[str] = set()
-    stack = [function]
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        for node in ast.walk(defined[name]):
-            if isinstance(node, ast.Import):  # an import inside the function
-                used_modules.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                used_modules.add(node.module)
-            elif isinstance(node, ast.Name):
-                if node.id in imported:
-                    used_modules.add(imported[node.id])
-                elif node.id in defined and node.id not in seen:
-                    stack.append(node.id)
-    files = {module.resolve()}
-    for mod in used_modules:
-        path = _resolve(mod, code_dir)
-        if path is not None:
-            files.update(closure(path, code_dir))
-    return sorted(files)
-
-
 # --------------------------------------------------------------------------- definition-level dependencies
 #
 # A finer key than whole files: what a root (a function, or a lab's whole source) really runs is the set of

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from llmsite.cache.deps import function_deps
+from llmsite.cache.deps import definition_deps
 from llmsite.cli import cached_steps_parser
 from llmsite.figures import cache, registry, runner
 from llmsite.paths import rel
@@ -39,8 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for item in items:
             state = "已缓存" if item.cached else "需生成"
-            deps = ", ".join(rel(p) for p in function_deps(item.spec.module, item.spec.function))
-            print(f"{item.spec.name}  [{state}]  文章 {item.spec.article}  {item.spec.where}\n    依赖：{deps}")
+            found = definition_deps([(item.spec.module, f) for f in cache.functions(item.spec)])
+            print(f"{item.spec.name}  [{state}]  文章 {item.spec.article}  {item.spec.where}")
+            print(f"    依赖：{', '.join(rel(p) for p in found.names)}")
+            for path, names in found.names.items():
+                print(f"      {rel(path)}：{', '.join(names)}")
         return 0
     try:
         runner.run(items)

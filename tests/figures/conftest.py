@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -69,6 +70,29 @@ def status_lines(output: str) -> dict[str, str]:
         if line.startswith("[生成]") or line.startswith("[缓存]"):
             parts = line.split()
             out[parts[1]] = parts[0].strip("[]")
+    return out
+
+
+def edit_definition(path: Path, name: str) -> None:
+    """Change what the top-level function ``name`` of ``path`` does: one statement more at the top of its body."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    node = next(n for n in ast.parse("".join(lines)).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    first = node.body[0]
+    lines.insert(first.lineno - 1, " " * first.col_offset + "_edited = 0\n")
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+def declared_names(repo: Repo) -> dict[str, dict[str, list[str]]]:
+    """{figure name: {file: [definitions used]}} as reported by --list."""
+    out: dict[str, dict[str, list[str]]] = {}
+    current = None
+    for line in repo.run("--list").stdout.splitlines():
+        if line.startswith("      ") and "：" in line:
+            assert current is not None
+            path, names = line.strip().split("：", 1)
+            out.setdefault(current, {})[path] = [n.strip() for n in names.split(",")]
+        elif line and not line.startswith(" "):
+            current = line.split()[0]
     return out
 
 

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, Repo
-
-sys.path.insert(0, str(ROOT / "scripts"))
-
 from llmsite.cache import deps
 from llmsite.figures import cache, registry
+
+from .conftest import Repo, edit_definition
 
 
 def keys(repo: Repo) -> dict[str, str]:
@@ -28,47 +25,58 @@ def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
     return {name for name in before if before[name] != after[name]}
 
 
-def users_of(repo: Repo, module: str) -> set[str]:
-    """Figures whose function uses ``module``, from the dependency analysis itself."""
+def users_of(repo: Repo, module: str, name: str) -> set[str]:
+    """Figures whose functions use ``name`` of ``module``, from the dependency analysis itself."""
     specs = registry.discover(repo.root / "code")
-    target = (repo.root / "code" / module).resolve()
-    return {n for n, s in specs.items() if target in deps.function_deps(s.module, s.function, repo.root / "code")}
+    target = ((repo.root / "code" / module).resolve(), name)
+    return {
+        n for n, s in specs.items()
+        if target in deps.definition_deps([(s.module, f) for f in cache.functions(s)], repo.root / "code").roots
+    }
 
 
 def test_keys_are_stable_without_changes(repo: Repo) -> None:
     assert keys(repo) == keys(repo)
 
 
-def test_editing_a_used_module_changes_only_its_figures(repo: Repo) -> None:
+def test_editing_a_used_definition_changes_only_its_figures(repo: Repo) -> None:
     before = keys(repo)
-    edit(repo.root / "code" / "positional_encoding.py")
+    edit_definition(repo.root / "code" / "positional_encoding.py", "sinusoidal_position_encoding")
     after = keys(repo)
-    assert changed(before, after) == users_of(repo, "positional_encoding.py")
-    # multi-head-weights: the trained tiny Transformer (code/tiny_transformer.py) uses positional encoding
-    assert {"sinusoidal-encoding", "rope-relative", "multi-head-weights"} <= changed(before, after)
+    assert changed(before, after) == users_of(repo, "positional_encoding.py", "sinusoidal_position_encoding")
+    # multi-head-weights: the trained tiny Transformer (code/tiny_transformer.py) uses the sinusoidal encoding
+    assert {"sinusoidal-encoding", "multi-head-weights"} <= changed(before, after)
+    assert "rope-relative" not in changed(before, after)  # uses RoPE from the same file, not this function
+
+
+def test_a_comment_or_an_unused_definition_changes_nothing(repo: Repo) -> None:
+    before = keys(repo)
+    edit(repo.root / "code" / "positional_encoding.py")  # a comment
+    edit(repo.root / "code" / "positional_encoding.py", "\n\ndef not_used_by_any_figure():\n    return 1\n")
+    assert changed(before, keys(repo)) == set()
 
 
 def test_a_transitive_import_counts(repo: Repo) -> None:
     # multi_head_attention imports attention: editing attention must reach the multi-head figure
     before = keys(repo)
-    edit(repo.root / "code" / "attention.py")
+    edit_definition(repo.root / "code" / "attention.py", "scaled_dot_product_attention")
     assert "multi-head-weights" in changed(before, keys(repo))
     assert "sinusoidal-encoding" not in changed(before, keys(repo))
 
 
 def test_the_shared_style_invalidates_everything(repo: Repo) -> None:
     before = keys(repo)
-    edit(repo.root / "code" / "figkit.py")
+    edit(repo.root / "code" / "figkit.py")  # even a comment: the style module counts as a whole
     assert changed(before, keys(repo)) == set(before)
 
 
-def test_the_declaring_module_invalidates_its_figures(repo: Repo) -> None:
+def test_a_figure_function_invalidates_only_its_figure(repo: Repo) -> None:
     module = repo.root / "code" / "figures" / "transformer_attention.py"
     declared_here = {n for n, s in registry.discover(repo.root / "code").items() if s.module == module}
     assert len(declared_here) >= 7
     before = keys(repo)
-    edit(module)
-    assert changed(before, keys(repo)) == declared_here  # its own figures, not the other articles'
+    edit_definition(module, "dot_product_variance")
+    assert changed(before, keys(repo)) == {"dot-product-variance"}  # not the six others of the same file
 
 
 def test_an_unrelated_module_changes_nothing(repo: Repo) -> None:

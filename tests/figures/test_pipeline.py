@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .conftest import ROOT, Repo, declared, make_repo, status_lines
+from .conftest import ROOT, Repo, declared, declared_names, edit_definition, make_repo, status_lines
 
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -64,14 +64,17 @@ def test_chinese_glyphs_come_from_the_cjk_font(built_repo: Repo) -> None:
     assert len(glyphs) >= len(hanzi)
 
 
-def test_touching_one_module_rebuilds_only_the_figures_that_use_it(built_repo: Repo) -> None:
+def test_a_comment_rebuilds_nothing_and_a_changed_function_only_its_figures(built_repo: Repo) -> None:
     module = built_repo.root / "code" / "positional_encoding.py"
     original = module.read_text(encoding="utf-8")
     try:
         module.write_text(original + "\n# 一处无关紧要的修改\n", encoding="utf-8")
+        assert set(status_lines(built_repo.run().stdout).values()) == {"缓存"}
+        edit_definition(module, "apply_rope")
         states = status_lines(built_repo.run().stdout)
-        users = {n for n, d in declared(built_repo).items() if "code/positional_encoding.py" in d}
-        assert users, "some figure must use positional_encoding.py"
+        uses = declared_names(built_repo)
+        users = {n for n, d in uses.items() if "apply_rope" in d.get("code/positional_encoding.py", [])}
+        assert users, "some figure must use apply_rope"
         assert {n for n, s in states.items() if s == "生成"} == users
         assert {n for n, s in states.items() if s == "缓存"} == set(states) - users
     finally:
