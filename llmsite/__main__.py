@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
+
+from llmsite import paths
 
 COMMANDS = {
     "check": ("llmsite.cli.check", "检查文章与数据文件（与构建中的检查相同）"),
@@ -30,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
         print(f"没有这个命令：{name}\n\n{usage()}", file=sys.stderr)
+        return 2
+    here = Path.cwd().resolve()
+    if (here / "mkdocs.yml").is_file() and (here / "llmsite").is_dir() and here != paths.ROOT:
+        print(f"当前目录 {here} 是另一个站点，但导入的 llmsite 属于 {paths.ROOT}。"
+              "请在站点目录里用 python -m llmsite 运行（当前目录在导入路径的最前面）。", file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     return int(module.main(rest) or 0)

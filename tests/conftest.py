@@ -28,7 +28,6 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ROOT / "scripts"
 DOCS = ROOT / "docs"
 DATA = ROOT / "data"
 SUBPATH = "llm-study-platform"

@@ -35,8 +35,6 @@ FIGURES = CODE / "figures" / "transformer_attention.py"
 SOURCES = claims.Sources(ROOT, ARTICLE, FIGURES)
 if str(CODE) not in sys.path:
     sys.path.insert(0, str(CODE))
-if str(ROOT / "scripts") not in sys.path:
-    sys.path.insert(0, str(ROOT / "scripts"))
 
 from attention import causal_mask, padding_mask, scaled_dot_product_attention  # noqa: E402
 from multi_head_attention import MultiHeadAttention  # noqa: E402

@@ -37,7 +37,7 @@ CODE = ROOT / "code"
 ARTICLE = ROOT / "docs" / "articles" / "transformer-block.md"
 FIGURES = CODE / "figures" / "transformer_block.py"
 SOURCES = claims.Sources(ROOT, ARTICLE, FIGURES)
-for path in (CODE, ROOT / "scripts"):
+for path in (CODE,):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 

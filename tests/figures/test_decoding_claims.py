@@ -42,7 +42,7 @@ CODE = ROOT / "code"
 ARTICLE = ROOT / "docs" / "articles" / "decoding.md"
 FIGURES = CODE / "figures" / "decoding.py"
 SOURCES = claims.Sources(ROOT, ARTICLE, FIGURES)
-for path in (CODE, ROOT / "scripts"):
+for path in (CODE,):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 

@@ -10,11 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from .conftest import ROOT, Repo, declared, declared_names, edit_definition, make_repo, status_lines
-
-sys.path.insert(0, str(ROOT / "scripts"))
-
 from llmsite.figures import registry
+
+from .conftest import Repo, declared, declared_names, edit_definition, make_repo, status_lines
 
 MAX_BYTES = 150 * 1024
 

@@ -158,7 +158,7 @@ def status_lines(output: str) -> dict[str, str]:
 
 
 def make_lab_repo(dest: Path) -> LabRepo:
-    for part in ("code", "scripts"):
+    for part in ("code", "llmsite"):
         shutil.copytree(ROOT / part, dest / part, ignore=IGNORE)
     repo = LabRepo(dest)
     repo.write("code/lab_shared.py", '"""测试用：两个实验都用到的模块。"""\n\nVALUE = 21\n')

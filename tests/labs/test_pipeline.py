@@ -127,7 +127,7 @@ def test_real_heads_lab_and_model_ignore_comments_and_unrelated_functions(tmp_pa
     repo = make_lab_repo(tmp_path / "repo")
     shutil.copytree(ROOT / "labs", repo.root / "labs", dirs_exist_ok=True, ignore=IGNORE)
     script = (
-        "import json, sys; sys.path.insert(0, 'scripts')\n"
+        "import json, sys\n"
         "from llmsite import artifacts, labs\n"
         "a = artifacts.discover()['tiny-transformer']\n"
         "lab = labs.discover()\n"
@@ -191,8 +191,6 @@ def test_list_and_unknown_names(lab_repo: LabRepo) -> None:
 
 def test_real_labs_have_different_dependency_sets() -> None:
     """Only the heads lab uses code/tiny_transformer.py, positional_encoding.py and the trained model."""
-    if str(ROOT / "scripts") not in sys.path:
-        sys.path.insert(0, str(ROOT / "scripts"))
     from llmsite import labs
     from llmsite.paths import rel
 

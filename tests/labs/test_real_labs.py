@@ -15,11 +15,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from .conftest import ROOT
-
-if str(ROOT / "scripts") not in sys.path:
-    sys.path.insert(0, str(ROOT / "scripts"))
 from llmsite import labs as lab_pipeline
+
+from .conftest import ROOT
 
 LABS = sorted(p.stem for p in (ROOT / "labs").glob("*.py") if not p.name.startswith("_"))
 ARTICLE_LINK = r"\]\(\.\./articles/[\w-]+\.md\)"
@@ -123,7 +121,7 @@ def test_each_verdict_follows_from_the_printed_scores(executed_labs: dict[str, P
 
 
 def test_the_lab_uses_the_cached_reference_model(executed_labs: dict[str, Path]) -> None:
-    """The build trains the model once (scripts/build_artifacts.py); the lab reads it, and its printed
+    """The build trains the model once (python -m llmsite artifacts); the lab reads it, and its printed
     scores are those of the cached model, recomputed here."""
     import torch
 

@@ -60,7 +60,7 @@ def _execute(tmp_path: Path, name: str) -> tuple[LabRepo, dict[str, bytes]]:
     repo.run()
     [executed] = repo.notebooks().values()
     script = (
-        "import sys; sys.path.insert(0, 'scripts')\n"
+        "import sys\n"
         "from pathlib import Path\n"
         "from llmsite import labs\n"
         f"sys.stdout.buffer.write(labs.published(Path({str(executed)!r}), labs.discover()['jittery']))\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PARTS = ("code", "docs", "data", "labs", "scripts", "overrides", "tests", "mkdocs.yml", "pyproject.toml")
+PARTS = ("code", "docs", "data", "labs", "llmsite", "scripts", "overrides", "tests", "mkdocs.yml", "pyproject.toml")
 ARGS = [
     "--slug", "speculative-decoding", "--title", "投机解码：让生成快起来",
     "--summary", "用小模型先猜几个词、大模型一次核对，讲清它为什么能让生成更快。",
@@ -52,13 +52,9 @@ def test_creates_article_module_test_and_route_entry(repo: Path) -> None:
     assert (repo / "docs/articles/speculative-decoding.md").is_file()
     assert (repo / "code/speculative_decoding.py").is_file()
     assert (repo / "tests/code/test_speculative_decoding.py").is_file()
-    sys.path.insert(0, str(repo / "scripts"))
-    try:
-        from llmsite.content.catalog import load_route
+    from llmsite.content.catalog import load_route
 
-        route, problems = load_route(repo / "data/route.yml")
-    finally:
-        sys.path.remove(str(repo / "scripts"))
+    route, problems = load_route(repo / "data/route.yml", root=repo)
     order = [entry.slug for entry in route.entries]
     assert not problems
     assert order.index("speculative-decoding") == order.index("transformer-attention") + 1

@@ -74,7 +74,7 @@ def payload_site(tmp_path_factory: pytest.TempPathFactory, built_site) -> Payloa
     """
     root = tmp_path_factory.mktemp("payload") / "repo"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.ipynb")
-    for folder in ("docs", "data", "code", "labs", "scripts", "overrides"):
+    for folder in ("docs", "data", "code", "labs", "llmsite", "scripts", "overrides"):
         shutil.copytree(ROOT / folder, root / folder, ignore=ignore)
     shutil.copy2(ROOT / "mkdocs.yml", root / "mkdocs.yml")
     if (ROOT / "node_modules").exists():

@@ -61,7 +61,7 @@ def test_other_pages_are_checked_too(repo: Repo) -> None:
 def test_build_stops_with_file_and_line_and_no_traceback(repo: Repo) -> None:
     import shutil
 
-    for folder in ("scripts", "overrides"):
+    for folder in ("llmsite", "overrides"):
         shutil.copytree(ROOT / folder, repo.root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     line = repo.append('```text\n--8<-- "../../../../etc/hostname"\n```')
     before = repo.snapshot()

@@ -135,7 +135,7 @@ def commented_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the site with comments on and one article opting out in its front matter."""
     repo = tmp_path_factory.mktemp("comments") / "repo"
     repo.mkdir()
-    for part in ("docs", "code", "data", "scripts", "overrides", "mkdocs.yml"):
+    for part in ("docs", "code", "data", "llmsite", "scripts", "overrides", "mkdocs.yml"):
         src = ROOT / part
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, repo / part)
     (repo / "node_modules").symlink_to(ROOT / "node_modules")

@@ -11,7 +11,6 @@ from types import SimpleNamespace
 from bs4 import BeautifulSoup
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from llmsite.content.articles import load_site  # noqa: E402
 from llmsite.content.gitdates import last_commit_dates  # noqa: E402

@@ -31,13 +31,11 @@ from xml.etree import ElementTree
 import pytest
 from bs4 import BeautifulSoup
 
-from tests.conftest import ROOT, SCRIPTS, SUBPATH
+from tests.conftest import ROOT, SUBPATH
 
 VENDOR = ROOT / "docs" / "assets" / "vendor" / "katex"
 SHARE = ROOT / "docs" / "assets" / "images" / "share.png"
 ATTENTION = "transformer-attention"
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -141,12 +139,23 @@ def _release(css_src: str) -> dict[str, bytes]:
     return files
 
 
+def _vendor_script():
+    """scripts/vendor_katex.py (a maintainers' script, not part of the build package), loaded from its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("vendor_katex", ROOT / "scripts" / "vendor_katex.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 FULL_SRC = 'url(fonts/KaTeX_{f}.woff2) format("woff2"),url(fonts/KaTeX_{f}.woff) format("woff"),' \
            'url(fonts/KaTeX_{f}.ttf) format("truetype")'
 
 
 def test_refresh_script_builds_a_verified_folder_from_a_release_tarball(tmp_path: Path, capsys):
-    import vendor_katex
+    vendor_katex = _vendor_script()
 
     data = _tarball(_release(FULL_SRC))
     (tmp_path / "katex.tgz").write_bytes(data)
@@ -188,7 +197,7 @@ def _umask() -> int:
 
 
 def test_refresh_script_refuses_a_css_without_a_woff2_source(tmp_path: Path, capsys):
-    import vendor_katex
+    vendor_katex = _vendor_script()
 
     data = _tarball(_release('url(fonts/KaTeX_{f}.ttf) format("truetype")'))
     (tmp_path / "katex.tgz").write_bytes(data)
@@ -237,7 +246,7 @@ def test_a_copy_without_node_builds_and_renders_math(page, built_site, tmp_path:
     """A project copy without node_modules, built with a PATH that has no node, shows rendered math."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    for part in ("docs", "code", "data", "scripts", "overrides", "labs", "mkdocs.yml"):
+    for part in ("docs", "code", "data", "llmsite", "scripts", "overrides", "labs", "mkdocs.yml"):
         src = ROOT / part
         if src.is_dir():
             shutil.copytree(src, repo / part, ignore=shutil.ignore_patterns("__pycache__", "*.ipynb"))

@@ -92,7 +92,7 @@ class Server:
 def test_serve_reports_a_broken_figure_and_lab_and_recovers(built_site: BuiltSite, tmp_path: Path) -> None:
     root = tmp_path / "repo"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.ipynb")
-    for folder in ("docs", "data", "code", "labs", "scripts", "overrides"):
+    for folder in ("docs", "data", "code", "labs", "llmsite", "scripts", "overrides"):
         shutil.copytree(ROOT / folder, root / folder, ignore=ignore)
     shutil.copy2(ROOT / "mkdocs.yml", root / "mkdocs.yml")
     if (ROOT / "node_modules").exists():
