@@ -47,7 +47,7 @@ ENV_PREFIX = "LLM_ARTIFACT_"
 LIBRARIES = ("torch", "numpy")
 
 
-def root_dir() -> Path:
+def artifacts_dir() -> Path:
     """Where artifacts are cached (read at call time: tests share one folder between repository copies)."""
     configured = os.environ.get("LLM_ARTIFACT_CACHE")
     return Path(configured) if configured else CACHE / "artifacts"
@@ -148,8 +148,8 @@ def consumer_inputs(reached: set[tuple[Path, str]], code_dir: Path = CODE, root:
     return {f"artifact:{a.name}": key_for(a, code_dir, root).digest for a in used_by(reached, code_dir)}
 
 
-def file_path(artifact: Artifact, key: build_cache.Key, root: Path | None = None) -> Path:
-    return (root or root_dir()) / artifact.name / key.digest / artifact.filename
+def file_path(artifact: Artifact, key: build_cache.Key, cache_dir: Path | None = None) -> Path:
+    return (cache_dir or artifacts_dir()) / artifact.name / key.digest / artifact.filename
 
 
 @dataclass
@@ -158,8 +158,8 @@ class Planned:
     key: build_cache.Key
     cached: bool
 
-    def path(self, root: Path | None = None) -> Path:
-        return file_path(self.artifact, self.key, root)
+    def path(self, cache_dir: Path | None = None) -> Path:
+        return file_path(self.artifact, self.key, cache_dir)
 
 
 def plan(artifacts: list[Artifact], force: bool = False, code_dir: Path = CODE) -> list[Planned]:
@@ -182,9 +182,9 @@ def build(item: Planned, code_dir: Path = CODE) -> Path:
         sys.path.insert(0, str(code_dir))
     artifact = item.artifact
     module = importlib.import_module(artifact.module.stem)
-    root = root_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    staging = build_cache.staging_dir(root, artifact.name)
+    cache_dir = artifacts_dir()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    staging = build_cache.staging_dir(cache_dir, artifact.name)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     try:
@@ -204,7 +204,7 @@ def ensure(needed: list[Artifact], out: TextIO | None = None, code_dir: Path = C
     """Make sure the ``needed`` artifacts are cached (computing stale ones in a fresh process), then point
     ``LLM_ARTIFACT_<NAME>`` at every declared artifact that is cached. Returns {name: file}."""
     out = out or sys.stdout
-    build_cache.clean_stale_staging(root_dir())
+    build_cache.clean_stale_staging(artifacts_dir())
     stale = [item.artifact.name for item in plan(needed, code_dir=code_dir) if not item.cached]
     if stale:
         cmd = [sys.executable, "-m", "llmsite", "artifacts"] + [arg for name in stale for arg in ("--only", name)]
@@ -229,7 +229,7 @@ def ensure(needed: list[Artifact], out: TextIO | None = None, code_dir: Path = C
 def run(items: list[Planned], out: TextIO | None = None, code_dir: Path = CODE) -> int:
     """Compute every stale artifact of ``items`` in this process; a line per artifact. Returns how many."""
     out = out or sys.stdout
-    build_cache.clean_stale_staging(root_dir())
+    build_cache.clean_stale_staging(artifacts_dir())
     built = 0
     for item in items:
         if item.cached:

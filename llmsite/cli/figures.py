@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     except runner.FigureError as exc:
         print(f"错误：{exc}", file=sys.stderr)
         return 1
-    print(f"缓存目录：{rel(cache.ROOT_DIR)}")
+    print(f"缓存目录：{rel(cache.CACHE_DIR)}")
     return 0
 
 

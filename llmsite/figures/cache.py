@@ -25,7 +25,7 @@ THEMES = ("light", "dark")
 FORMAT = "svg"
 DATA_FILE = "data.json"  # the interactive view's data (@figure_data), next to the SVGs of the same entry
 LIBRARIES = ("torch", "numpy", "matplotlib", "pylopdf-fonts-zh-cn")
-ROOT_DIR = CACHE / "figures"
+CACHE_DIR = CACHE / "figures"
 
 
 @cache
@@ -73,34 +73,34 @@ def artifacts_used(spec: FigureSpec, code_dir: Path = CODE) -> list:
     return artifacts.used_by(definition_deps([(spec.module, f) for f in functions(spec)], code_dir).roots, code_dir)
 
 
-def entry_dir(spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> Path:
-    return root / spec.name / key.digest
+def entry_dir(spec: FigureSpec, key: Key, cache_dir: Path = CACHE_DIR) -> Path:
+    return cache_dir / spec.name / key.digest
 
 
-def outputs(spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> dict[str, Path]:
-    base = entry_dir(spec, key, root)
+def outputs(spec: FigureSpec, key: Key, cache_dir: Path = CACHE_DIR) -> dict[str, Path]:
+    base = entry_dir(spec, key, cache_dir)
     return {theme: base / f"{theme}.{FORMAT}" for theme in THEMES}
 
 
-def data_output(spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> Path | None:
+def data_output(spec: FigureSpec, key: Key, cache_dir: Path = CACHE_DIR) -> Path | None:
     """The interactive view's data file of the entry, for a figure that has one (@figure_data)."""
-    return entry_dir(spec, key, root) / DATA_FILE if spec.data_function else None
+    return entry_dir(spec, key, cache_dir) / DATA_FILE if spec.data_function else None
 
 
-def is_cached(spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> bool:
-    data = data_output(spec, key, root)
-    return all(p.is_file() for p in outputs(spec, key, root).values()) and (data is None or data.is_file())
+def is_cached(spec: FigureSpec, key: Key, cache_dir: Path = CACHE_DIR) -> bool:
+    data = data_output(spec, key, cache_dir)
+    return all(p.is_file() for p in outputs(spec, key, cache_dir).values()) and (data is None or data.is_file())
 
 
-def staging_dir(spec: FigureSpec, root: Path = ROOT_DIR) -> Path:
-    return build_cache.staging_dir(root, spec.name)
+def staging_dir(spec: FigureSpec, cache_dir: Path = CACHE_DIR) -> Path:
+    return build_cache.staging_dir(cache_dir, spec.name)
 
 
-def commit(staging: Path, spec: FigureSpec, key: Key, root: Path = ROOT_DIR) -> Path:
+def commit(staging: Path, spec: FigureSpec, key: Key, cache_dir: Path = CACHE_DIR) -> Path:
     """Record what went into a figure next to it and move the entry into place."""
     (staging / "inputs.json").write_text(json.dumps(key.inputs, indent=1, sort_keys=True, ensure_ascii=False))
-    return commit_dir(staging, entry_dir(spec, key, root))
+    return commit_dir(staging, entry_dir(spec, key, cache_dir))
 
 
-def clean_stale_staging(root: Path = ROOT_DIR) -> None:
-    build_cache.clean_stale_staging(root)
+def clean_stale_staging(cache_dir: Path = CACHE_DIR) -> None:
+    build_cache.clean_stale_staging(cache_dir)

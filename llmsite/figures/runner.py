@@ -71,11 +71,11 @@ def timeout_message(spec: FigureSpec) -> str:
     )
 
 
-def plan(specs: Iterable[FigureSpec], force: bool = False, root: Path = cache.ROOT_DIR) -> list[Planned]:
+def plan(specs: Iterable[FigureSpec], force: bool = False, cache_dir: Path = cache.CACHE_DIR) -> list[Planned]:
     out = []
     for spec in specs:
         key = cache.key_for(spec)
-        out.append(Planned(spec, key, (not force) and cache.is_cached(spec, key, root)))
+        out.append(Planned(spec, key, (not force) and cache.is_cached(spec, key, cache_dir)))
     return out
 
 
@@ -124,10 +124,10 @@ def _seed() -> None:
     torch.set_num_threads(1)
 
 
-def draw(item: Planned, root: Path = cache.ROOT_DIR) -> Path:
+def draw(item: Planned, cache_dir: Path = cache.CACHE_DIR) -> Path:
     """Draw both themes into a staging directory and commit it atomically."""
     spec = item.spec
-    staging = cache.staging_dir(spec, root)
+    staging = cache.staging_dir(spec, cache_dir)
     watch = _GlyphWatch()
     mpl_logger = logging.getLogger("matplotlib")
     mpl_logger.addHandler(watch)
@@ -166,7 +166,7 @@ def draw(item: Planned, root: Path = cache.ROOT_DIR) -> Path:
                     f"{_describe(spec)}\n{path.name} 有 {path.stat().st_size // 1024} KB，超过 150 KB 上限："
                     "减少数据点、缩小热力图，或改用更粗的网格"
                 )
-        return cache.commit(staging, spec, item.key, root)
+        return cache.commit(staging, spec, item.key, cache_dir)
     except BaseException:
         import shutil
 
@@ -216,14 +216,14 @@ def workers_for(count: int) -> int:
     return max(1, min(limit, count))
 
 
-def run(items: list[Planned], root: Path = cache.ROOT_DIR, out: Any = None) -> tuple[int, int]:
+def run(items: list[Planned], cache_dir: Path = cache.CACHE_DIR, out: Any = None) -> tuple[int, int]:
     """Draw every stale figure, print a line per figure and a total. Returns (built, cached).
 
     With two or more stale figures the heavy libraries are imported once and the
     drawing is shared by forked workers (one per core, at most two).
     """
     out = out or sys.stdout
-    cache.clean_stale_staging(root)
+    cache.clean_stale_staging(cache_dir)
     start = time.perf_counter()
     stale = [item for item in items if not item.cached]
     if stale:  # the trained models the stale figures use, computed first in a fresh process (not in a forked worker)
@@ -249,17 +249,17 @@ def run(items: list[Planned], root: Path = cache.ROOT_DIR, out: Any = None) -> t
     if workers == 1:
         for item in stale:
             t0 = time.perf_counter()
-            draw(item, root)
+            draw(item, cache_dir)
             report(item.spec.name, time.perf_counter() - t0)
     else:
         _preload()
         context = multiprocessing.get_context("fork")
         with context.Pool(workers, initializer=_worker_init) as pool:
-            for name, seconds, error in pool.imap_unordered(_draw_job, [(item, root) for item in stale]):
+            for name, seconds, error in pool.imap_unordered(_draw_job, [(item, cache_dir) for item in stale]):
                 if error is not None:
                     pool.terminate()
                     pool.join()
-                    cache.clean_stale_staging(root)  # the other worker was stopped mid-figure
+                    cache.clean_stale_staging(cache_dir)  # the other worker was stopped mid-figure
                     raise FigureError(error)
                 report(name, seconds)
     built, cached = len(stale), len(items) - len(stale)

@@ -56,7 +56,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.labs = Labs(serving=self.serving)
         return config
 
-    @event_priority(100)  # before other plugins read the files (mkdocs-jupyter wraps the lab notebooks at 0)
+    @event_priority(100)  # before other plugins read the files (the tags plugin, search)
     def on_files(self, files: Any, *, config: Any) -> Any:
         self.site = content.load(paths.ROOT)
         self.listings = Listings(self.site, self.config.articles_per_page, self.config.latest_on_home)

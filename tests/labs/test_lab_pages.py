@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import re
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
@@ -167,3 +170,29 @@ def test_article_links_to_both_labs(built_site) -> None:
     hrefs = [a["href"] for a in section.find_all_next("a", href=True)]
     for name in ("attention_lab", "attention_heads_lab"):
         assert f"../../labs/{name}/" in hrefs, hrefs
+
+
+WARM_BUILD = """
+import sys
+from mkdocs.commands.build import build
+from mkdocs.config import load_config
+
+build(load_config("mkdocs.yml", site_dir=sys.argv[1], strict=True))
+heavy = ("mkdocs_jupyter", "nbconvert", "nbclient", "jupytext", "nbformat", "torch", "matplotlib", "numpy")
+print("IMPORTED", sorted(name for name in heavy if name in sys.modules))
+"""
+
+
+@pytest.mark.slow
+def test_a_warm_build_reads_lab_pages_from_the_cache_without_the_notebook_libraries(built_site, tmp_path: Path):
+    """After the session's build (cache warm), building again imports none of the notebook libraries, and
+    the lab pages come out the same: they are read from the cache, not rendered again."""
+    env = {**os.environ, "SITE_URL": built_site.base_url, "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.run([sys.executable, "-c", WARM_BUILD, str(tmp_path / "site")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, encoding="utf-8", timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "IMPORTED []" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    for name in LABS:
+        first = (built_site.dir / "labs" / name / "index.html").read_text(encoding="utf-8")
+        again = (tmp_path / "site" / "labs" / name / "index.html").read_text(encoding="utf-8")
+        assert again == first, f"labs/{name}: the warm build's page differs"

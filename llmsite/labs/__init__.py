@@ -3,13 +3,13 @@
 A lab is ``labs/<name>.py`` in jupytext's percent format. Its cache key is a
 hash of the lab source, the definitions of ``code/`` it really uses (followed
 through imports, compared without comments or docstrings:
-``figures.deps.definition_deps``), the keys of the build artifacts it uses (a
+``llmsite.cache.deps.definition_deps``), the keys of the build artifacts it uses (a
 trained model: ``artifacts``), the versions of the libraries that run it, the
 kernel name and this pipeline's version. On a miss the stale artifacts are
 computed, the lab is converted to a notebook, executed with nbclient (cwd =
-the repository root) and the executed ``.ipynb`` is committed atomically to
-``.cache/labs/<name>/<key>/labs/<name>.ipynb`` (the ``labs/`` level lets
-mkdocs-jupyter's ``include: ["labs/*.ipynb"]`` match the cached file).
+the repository root), rendered as a page body (``labs/page.py``: ``page.html``
+and ``toc.json``), and the entry is committed atomically to
+``.cache/labs/<name>/<key>/`` (the notebook at ``labs/<name>.ipynb`` inside it).
 
 Executed notebooks are byte-stable: cell ids are derived from the cells'
 content, timing metadata is dropped, consecutive stream outputs are merged
@@ -40,16 +40,19 @@ from typing import Any, TextIO
 from llmsite import artifacts
 from llmsite import cache as build_cache
 from llmsite.cache.deps import closure, definition_deps
+from llmsite.labs import page
 from llmsite.paths import CACHE, CODE, ROOT, rel
 
-PIPELINE_VERSION = "2"
+PIPELINE_VERSION = "3"  # 3: the rendered page (page.html, toc.json) is part of the entry
 KERNEL = "python3"
 CELL_TIMEOUT = 300  # seconds per cell
 LABS_DIR = "labs"  # top-level folder of the sources, and the site folder of the notebooks
-ROOT_DIR = CACHE / "labs"
+CACHE_DIR = CACHE / "labs"
 # What runs the notebook, on top of what draws the figures (torch, numpy, matplotlib, fonts, python).
 LIBRARIES = ("torch", "numpy", "matplotlib")  # what the labs compute and plot with
-RUNNER_LIBRARIES = ("jupytext", "nbformat", "nbclient", "ipykernel", "jupyter_client")
+# executing the notebook, and rendering it as a page (labs/page.py)
+RUNNER_LIBRARIES = ("jupytext", "nbformat", "nbclient", "ipykernel", "jupyter_client", "mkdocs-jupyter", "nbconvert",
+                    "pymdown-extensions")
 CELL_MARKER = re.compile(r"^# %%")
 TITLE = re.compile(r"^# # (?P<title>.+?)\s*$")
 
@@ -152,12 +155,12 @@ def code_files(lab: Lab, code_dir: Path = CODE) -> list[Path]:
     return [p for p in closure(lab.source, code_dir) if p != lab.source.resolve()]
 
 
-def entry_dir(lab: Lab, key: build_cache.Key, root: Path = ROOT_DIR) -> Path:
-    return root / lab.name / key.digest
+def entry_dir(lab: Lab, key: build_cache.Key, cache_dir: Path = CACHE_DIR) -> Path:
+    return cache_dir / lab.name / key.digest
 
 
-def notebook_path(lab: Lab, key: build_cache.Key, root: Path = ROOT_DIR) -> Path:
-    return entry_dir(lab, key, root) / LABS_DIR / f"{lab.name}.ipynb"
+def notebook_path(lab: Lab, key: build_cache.Key, cache_dir: Path = CACHE_DIR) -> Path:
+    return entry_dir(lab, key, cache_dir) / LABS_DIR / f"{lab.name}.ipynb"
 
 
 @dataclass
@@ -166,17 +169,19 @@ class Planned:
     key: build_cache.Key
     cached: bool
 
-    def notebook(self, root: Path = ROOT_DIR) -> Path:
-        return notebook_path(self.lab, self.key, root)
+    def notebook(self, cache_dir: Path = CACHE_DIR) -> Path:
+        return notebook_path(self.lab, self.key, cache_dir)
 
 
 def plan(
-    labs: list[Lab], force: bool = False, root: Path = ROOT_DIR, code_dir: Path = CODE, repo: Path = ROOT
+    labs: list[Lab], force: bool = False, cache_dir: Path = CACHE_DIR, code_dir: Path = CODE, repo: Path = ROOT
 ) -> list[Planned]:
     out = []
     for lab in labs:
         key = key_for(lab, code_dir, repo)
-        out.append(Planned(lab, key, (not force) and notebook_path(lab, key, root).is_file()))
+        entry = entry_dir(lab, key, cache_dir)
+        done = notebook_path(lab, key, cache_dir).is_file() and (entry / page.PAGE_FILE).is_file()
+        out.append(Planned(lab, key, (not force) and done))
     return out
 
 
@@ -260,15 +265,15 @@ def _describe_failure(lab: Lab, nb: Any, index: int | None, exc: BaseException) 
     return out + (f"\n出错位置：\n{tail}" if tail else "")
 
 
-def execute(item: Planned, root: Path = ROOT_DIR, cwd: Path = ROOT) -> Path:
+def execute(item: Planned, cache_dir: Path = CACHE_DIR, cwd: Path = ROOT) -> Path:
     """Execute one lab and commit the notebook atomically; raise LabError naming the lab and cell."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     lab = item.lab
-    root.mkdir(parents=True, exist_ok=True)
-    staging = build_cache.staging_dir(root, lab.name)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    staging = build_cache.staging_dir(cache_dir, lab.name)
     shutil.rmtree(staging, ignore_errors=True)
     try:
         nb = to_notebook(lab.source)
@@ -298,19 +303,22 @@ def execute(item: Planned, root: Path = ROOT_DIR, cwd: Path = ROOT) -> Path:
                 cell.outputs = merge_streams(cell.outputs)
         (staging / LABS_DIR).mkdir(parents=True)
         nbformat.write(nb, staging / LABS_DIR / f"{lab.name}.ipynb")
+        page.write(staging / LABS_DIR / f"{lab.name}.ipynb", title(lab.uri, cwd) or lab.name, staging)
         (staging / "inputs.json").write_text(
             json.dumps(item.key.inputs, indent=1, sort_keys=True, ensure_ascii=False), encoding="utf-8"
         )
-        return build_cache.commit_dir(staging, entry_dir(lab, item.key, root))
+        return build_cache.commit_dir(staging, entry_dir(lab, item.key, cache_dir))
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def run(items: list[Planned], root: Path = ROOT_DIR, cwd: Path = ROOT, out: TextIO | None = None) -> tuple[int, int]:
+def run(
+    items: list[Planned], cache_dir: Path = CACHE_DIR, cwd: Path = ROOT, out: TextIO | None = None
+) -> tuple[int, int]:
     """Execute every stale lab, print a line per lab and a total. Returns (executed, cached)."""
     out = out or sys.stdout
-    build_cache.clean_stale_staging(root)
+    build_cache.clean_stale_staging(cache_dir)
     start, executed, cached = time.perf_counter(), 0, 0
     needed: list[artifacts.Artifact] = []
     for item in items:
@@ -324,7 +332,7 @@ def run(items: list[Planned], root: Path = ROOT_DIR, cwd: Path = ROOT, out: Text
             cached += 1
             print(f"  [缓存] {item.lab.name:<24} {time.perf_counter() - t0:6.2f} s", file=out, flush=True)
             continue
-        execute(item, root, cwd)
+        execute(item, cache_dir, cwd)
         executed += 1
         print(f"  [执行] {item.lab.name:<24} {time.perf_counter() - t0:6.2f} s  ({item.lab.where})",
               file=out, flush=True)
