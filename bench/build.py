@@ -8,7 +8,6 @@ change in machine load hits both.
 
 from __future__ import annotations
 
-import re
 import shutil
 import uuid
 from dataclasses import dataclass, field
@@ -22,7 +21,6 @@ ARTICLE = "docs/articles/transformer-attention.md"
 MODULE = "code/positional_encoding.py"
 SNIPPET_START = "# --8<-- [start:sinusoidal]"
 IMPORT_BARE = "import torch, matplotlib.pyplot"
-_DRAWN = re.compile(r"\[生成\]\s+(\S+)\s+([\d.]+) s")
 LABS_STEP = ("-m", "llmsite", "labs")
 
 
@@ -107,8 +105,9 @@ def run(ctx: BuildContext) -> dict[str, Any]:
             if which == "step":
                 r = _figure_step(ws)
                 step.add(r.seconds)
-                for name, secs in _DRAWN.findall(r.output):
-                    per_figure.setdefault(name, []).append(float(secs))
+                for entry in r.steps:
+                    if entry["step"] == "figure":
+                        per_figure.setdefault(entry["name"], []).append(float(entry["seconds"]))
             else:
                 bare.add(ws.python("-c", IMPORT_BARE).seconds)
         log(f"build: figure step {step.values[-1]:.2f} s vs bare import {bare.values[-1]:.2f} s")

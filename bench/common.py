@@ -285,7 +285,11 @@ class Workspace:
         return run
 
     def python(self, *args: str, check: bool = True) -> Run:
-        return timed([PYTHON, *args], cwd=self.root, env=self.env(), check=check)
+        reports = self.root / ".bench-step-report.jsonl"
+        reports.unlink(missing_ok=True)
+        run = timed([PYTHON, *args], cwd=self.root, env=self.env(**{step_report.ENV: str(reports)}), check=check)
+        run.steps = step_report.read(reports)
+        return run
 
 
 # --------------------------------------------------------------------------- machine

@@ -1,7 +1,8 @@
 """Machine-readable reports of the build's steps, for the benchmark (not for people: they read the log).
 
 When ``LLM_BUILD_REPORT`` names a file, each cached step that did work (figures drawn, labs executed)
-appends one JSON line ``{"step": ..., "count": ..., "seconds": ...}``. The build writes it with
+appends one JSON line ``{"step": ..., "count": ..., "seconds": ...}`` (and ``"name"`` for one
+figure drawn, step ``figure``). The build writes it with
 ``record`` and the benchmark reads it with ``read``: one format in one place, so rewording a log
 message cannot break the benchmark.
 """
@@ -16,11 +17,15 @@ from typing import Any
 ENV = "LLM_BUILD_REPORT"
 
 
-def record(step: str, count: int, seconds: float) -> None:
+def record(step: str, count: int, seconds: float, name: str | None = None) -> None:
+    """Append one report (``name``: the item, for per-item reports such as one figure drawn)."""
     target = os.environ.get(ENV)
     if not target:
         return
-    line = json.dumps({"step": step, "count": count, "seconds": round(seconds, 3)}, sort_keys=True)
+    entry: dict[str, Any] = {"step": step, "count": count, "seconds": round(seconds, 3)}
+    if name is not None:
+        entry["name"] = name
+    line = json.dumps(entry, sort_keys=True, ensure_ascii=False)
     with open(target, "a", encoding="utf-8") as out:  # one short line: appends do not interleave
         out.write(line + "\n")
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from llmsite import report as step_report
 from llmsite.figures import cache, interactive
 from llmsite.figures.registry import FigureSpec
 from llmsite.paths import CODE, rel
@@ -244,6 +245,7 @@ def run(items: list[Planned], cache_dir: Path = cache.CACHE_DIR, out: Any = None
     def report(name: str, seconds: float) -> None:
         module = rel(by_name[name].spec.module)
         print(f"  [生成] {name:<24} {seconds:6.2f} s  ({module})", file=out, flush=True)
+        step_report.record("figure", 1, seconds, name=name)
 
     workers = workers_for(len(stale))
     if workers == 1:

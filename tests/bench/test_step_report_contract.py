@@ -7,6 +7,7 @@ items each step did. Rewording the Chinese log lines cannot break this, and a re
 
 from __future__ import annotations
 
+import io
 import logging
 import subprocess
 from pathlib import Path
@@ -54,3 +55,16 @@ def test_nothing_is_written_without_the_variable(tmp_path: Path, monkeypatch: py
     report.record("figures", 1, 0.5)
     assert list(tmp_path.iterdir()) == []
     assert report.total([], "figures") == (0, 0.0)
+
+
+def test_each_figure_drawn_is_reported_by_name(reports: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from llmsite.figures import cache, runner
+
+    specs = registry.discover()
+    items = [runner.Planned(spec, cache.key_for(spec), cached=False) for spec in list(specs.values())[:2]]
+    monkeypatch.setattr(runner, "draw", lambda item, cache_dir: tmp_path)  # no drawing: only the reporting
+    monkeypatch.setattr(runner, "workers_for", lambda count: 1)
+    monkeypatch.setattr(cache, "artifacts_used", lambda spec: [])
+    runner.run(items, cache_dir=tmp_path, out=io.StringIO())
+    run = Run(seconds=1.0, returncode=0, output="", steps=report.read(reports))
+    assert [(e["step"], e["name"]) for e in run.steps] == [("figure", item.spec.name) for item in items]
