@@ -71,10 +71,13 @@ def split_poems(poems: list[str], every: int = HELD_OUT_EVERY) -> tuple[str, str
 
 # --8<-- [start:batch]
 def poem_starts(data: Tensor, newline_id: int, context: int) -> Tensor:
-    """data (N,) 里每首诗开头的位置（第 0 个词元和每个换行之后），只留下往后还能截出 context + 1 个词元的。"""
+    """data (N,) 里每个换行的位置：从这里截，第 0 个词元是换行，第 1 个起是下一首诗。
+
+    生成时也从换行写起，训练和生成的位置就对得上。只留下往后还能截出 context + 1 个词元的起点。
+    """
     check_batch_args(data, 1, context)
     check_int("newline_id", newline_id)
-    starts = torch.cat([torch.tensor([0]), (data == newline_id).nonzero().squeeze(-1) + 1])
+    starts = (data == newline_id).nonzero().squeeze(-1)
     return starts[starts + context + 1 <= data.numel()]
 
 
@@ -191,7 +194,7 @@ def train_gpt(model: TinyTransformer, tok: CharTokenizer, train_text: str, held_
     train_ids = torch.tensor(tok.encode(train_text))
     held_ids = torch.tensor(tok.encode(held_out_text))
     newline = tok.encode("\n")[0]
-    train_starts = poem_starts(train_ids, newline, s.context)  # 每段都从一首诗的开头截起
+    train_starts = poem_starts(train_ids, newline, s.context)  # 每段都从一个换行截起：后面是一首诗的开头
     held_starts = poem_starts(held_ids, newline, s.context)
     probes = {"train": fixed_windows(train_ids, train_starts, s.eval_windows, s.context),
               "held_out": fixed_windows(held_ids, held_starts, s.eval_windows, s.context)}

@@ -208,7 +208,9 @@ def test_batches_are_shifted_windows_starting_at_poems(corpus) -> None:
     data = torch.tensor(tok.encode(train_text))
     newline = tok.encode("\n")[0]
     starts = poem_starts(data, newline, 64)
-    assert starts[0] == 0 and all(data[s - 1] == newline for s in starts[1:].tolist())
+    assert all(data[s] == newline for s in starts.tolist())  # each window begins with the newline before a poem
+    room = [i for i, t in enumerate(data.tolist()) if t == newline and i + 65 <= data.numel()]
+    assert starts.tolist() == room  # every newline that still has 64 tokens after it
     assert int(starts.max()) + 65 <= data.numel()
     x, y = get_batch(data, starts, 8, 64, torch.Generator().manual_seed(0))
     assert x.shape == y.shape == (8, 64)
