@@ -4,7 +4,7 @@
   data/route.yml (with navigation.prune a page carries its own stage, not the whole site).
 - ``load``: reads and checks every article once (front matter, authors, tags, route, snippets and
   the body checks of ``llmsite.content.checks``); a problem stops the build with ``file:line``
-  messages, the same ones ``python -m llmsite check`` prints.
+  messages, the same ones ``python -m llmsite check`` prints (under serve: the banner, ``banner.py``).
 - ``link_neighbours``: previous / next follow the route, not the file order.
 - ``page_values``: the article's values for the templates (plain strings, numbers, lists), and the
   page's title and description as HTML-escaped text (``Markup``): MkDocs templates do not autoescape
@@ -39,9 +39,10 @@ def nav_sections(config: Any, root: Path) -> None:
     section.extend({escape(stage.title): items} for stage, items in zip(route.stages, groups, strict=True))
 
 
-def load(root: Path) -> Site:
+def load(root: Path, serving: bool) -> Site:
+    """The site model; its problems stop ``mkdocs build`` (under serve they are shown in the pages instead)."""
     site = load_site(root=root)
-    if site.problems:
+    if site.problems and not serving:
         raise PluginError(str(ContentError(site.problems)))
     return site
 

@@ -32,6 +32,8 @@ from mkdocs.structure.files import File
 
 from llmsite import report, worker
 from llmsite.figures import cache, registry, runner
+from llmsite.paths import rel
+from llmsite.problems import Problem
 
 log = logging.getLogger("mkdocs.plugins.llmsite.figures")
 MARKER = registry.MARKER  # one pattern for the build, the content checks and the benchmark
@@ -93,6 +95,12 @@ class Figures:
                 if not data.is_file():
                     raise PluginError(f"图 {item.spec.name} 的交互数据不在缓存里：{data}")
                 files.append(File.generated(config, data_uri(item.spec), abs_src_path=str(data)))
+
+    def problems(self) -> list[Problem]:
+        """The figures that failed in this build, for the preview's banner."""
+        return [Problem(rel(self.specs[name].module), self.specs[name].line, f"图 {name} 生成失败：{message}",
+                        "改好画图的函数并保存，预览会重新生成这张图")
+                for name, message in sorted(self.failed.items())]
 
     def expand(self, markdown: str, page: Any) -> str:
         if not self.enabled or "figure:" not in markdown:

@@ -32,6 +32,7 @@ from mkdocs.utils import get_relative_url
 
 from llmsite import labs, report, worker
 from llmsite.labs import page as lab_page
+from llmsite.problems import Problem
 
 log = logging.getLogger("mkdocs.plugins.llmsite.labs")
 STYLESHEET = "assets/stylesheets/lab.css"
@@ -93,12 +94,14 @@ class Labs:
     def __init__(self, serving: bool) -> None:
         self.serving = serving
         self.pages: dict[str, LabPage] = {}  # by site uri (labs/<name>.ipynb)
+        self.failed: dict[str, str] = {}  # lab name -> error message, for this build (serve only)
 
     def add_files(self, files: Any, config: Any) -> None:
         found = labs.discover()
         items = labs.plan(list(found.values()))
         stale = [item.lab.name for item in items if not item.cached]
         failed: dict[str, str] = {}
+        self.failed = failed
         if stale:
             try:
                 _execute(stale)
@@ -106,7 +109,7 @@ class Labs:
                 if not self.serving:
                     raise
                 log.error("%s\n（预览继续运行：这个实验的页面显示错误信息，改好并保存后会重新执行）", exc)
-                failed = {name: str(exc) for name in stale}
+                failed.update({name: str(exc) for name in stale})
             items = labs.plan(list(found.values()))
         self.pages = {}
         for item in items:
@@ -125,6 +128,14 @@ class Labs:
             files.append(download)
             bundled = tuple(p.name for p in labs.code_files(lab))
             self.pages[lab.uri] = LabPage(lab, body, toc, download, bundled)
+
+    def problems(self) -> list[Problem]:
+        """The labs that failed in this build, for the preview's banner."""
+        return [
+            Problem(f"{labs.LABS_DIR}/{name}.py", 1, f"动手实验 {name} 执行失败：{message}",
+                    "改好这个实验并保存，预览会重新执行它")
+            for name, message in sorted(self.failed.items())
+        ]
 
     def page_content(self, html_content: str, page: Any, files: Any) -> str:
         found = self.pages.get(page.file.src_uri)

@@ -8,6 +8,7 @@ the order of a ``hooks:`` list. The work itself is in the MkDocs-independent pac
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,15 @@ from mkdocs.plugins import BasePlugin, event_priority
 from llmsite import paths
 from llmsite.content.articles import Site
 from llmsite.mkdocs import content, csp, feed, search_index
+from llmsite.mkdocs.banner import Banner, is_warning
 from llmsite.mkdocs.config import SiteConfig
 from llmsite.mkdocs.dates import RevisionDates
 from llmsite.mkdocs.figures import Figures
 from llmsite.mkdocs.labs import Labs
 from llmsite.mkdocs.listings import Listings
 from llmsite.mkdocs.vendor import check_katex
+
+log = logging.getLogger("mkdocs.plugins.llmsite")
 
 
 class SitePlugin(BasePlugin[SiteConfig]):
@@ -35,6 +39,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.listings: Listings | None = None
         self.figures = Figures(serving=False)
         self.labs = Labs(serving=False)
+        self.banner = Banner()
 
     # ------------------------------------------------------------------ set-up
 
@@ -54,15 +59,19 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.dates = RevisionDates(docs)
         self.figures = Figures(serving=self.serving, enabled=self.config.figures)
         self.labs = Labs(serving=self.serving)
+        self.banner = Banner()
         return config
 
     @event_priority(100)  # before other plugins read the files (the tags plugin, search)
     def on_files(self, files: Any, *, config: Any) -> Any:
-        self.site = content.load(paths.ROOT)
+        self.site = content.load(paths.ROOT, self.serving)
         self.listings = Listings(self.site, self.config.articles_per_page, self.config.latest_on_home)
         self.listings.add_pages(files, config)
         self.figures.add_files(files, config)
         self.labs.add_files(files, config)
+        self.banner.add(self.site.problems + self.figures.problems() + self.labs.problems())
+        for problem in self.site.problems:  # figures and labs log their own failures
+            (log.warning if is_warning(problem) else log.error)("%s", problem)
         return files
 
     def on_nav(self, nav: Any, *, config: Any, files: Any) -> Any:
@@ -89,10 +98,13 @@ class SitePlugin(BasePlugin[SiteConfig]):
 
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
         output = self.labs.add_stylesheet(output, page)
+        output = self.banner.inject(output)  # problems exist only under serve: a build stopped on them
         return self._csp_meta(output)
 
     def on_post_template(self, output_content: str, *, template_name: str, config: Any) -> str:
-        return self._csp_meta(output_content) if template_name.endswith(".html") else output_content
+        if not template_name.endswith(".html"):
+            return output_content
+        return self._csp_meta(self.banner.inject(output_content))
 
     # ------------------------------------------------------------------ after the build
 

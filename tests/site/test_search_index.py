@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import zlib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
 from llmsite.mkdocs import search_index as hook
+
+ROOT = Path(__file__).resolve().parents[2]
 
 HAN = (
     "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种"

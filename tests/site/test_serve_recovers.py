@@ -5,7 +5,9 @@ without a restart. (``mkdocs build`` still stops on the same failures: tests/fig
 A scratch copy of the repository (figure and lab caches copied from the session's build, so only
 what the test breaks is recomputed) is served on a free port. The test breaks the figure function
 of ``attention-weights``, waits for the error in the server's log, checks the server still answers,
-fixes it and waits for the fixed page; then the same for a lab.
+fixes it and waits for the fixed page; then the same for a lab; then content problems (a typography slip,
+an unknown author): the preview shows the new text with a banner on every page naming file, line and fix
+(checked in Chromium too), and the banner goes away with the save that fixes them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from tests.conftest import ROOT, BuiltSite
 
 FIGURE_MODULE = "code/figures/transformer_attention.py"
 LAB = "labs/attention_lab.py"
+ARTICLE = "docs/articles/decoding.md"
+ARTICLE_URL = "articles/decoding/"
 
 
 def _free_port() -> int:
@@ -89,7 +93,7 @@ class Server:
 
 
 @pytest.mark.slow
-def test_serve_reports_a_broken_figure_and_lab_and_recovers(built_site: BuiltSite, tmp_path: Path) -> None:
+def test_serve_reports_a_broken_figure_and_lab_and_recovers(built_site: BuiltSite, browser, tmp_path: Path) -> None:
     root = tmp_path / "repo"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.ipynb")
     for folder in ("docs", "data", "code", "labs", "llmsite", "scripts", "overrides"):
@@ -142,5 +146,38 @@ def test_serve_reports_a_broken_figure_and_lab_and_recovers(built_site: BuiltSit
         server.wait_log("Documentation built", mark, timeout=900)
         status, body = _get(server.base + "labs/attention_lab/")
         assert status == 200 and "执行失败" not in body
+
+        # 3. content problems: a typography slip (a warning under serve) and an unknown author (an error).
+        # The preview is rebuilt with the new text, and every page says what is wrong, where, and the fix.
+        article = root / ARTICLE
+        good_article = article.read_text(encoding="utf-8")
+        lines = good_article.splitlines()
+        author_line = lines.index("author: guohua") + 1
+        slip_line = len(lines) + 2
+        article.write_text(good_article.replace("author: guohua", "author: nobody", 1) + "\n编辑标记123的测试段落。\n",
+                           encoding="utf-8")
+        server.wait_page(ARTICLE_URL, "编辑标记123", timeout=300)
+        for url in (ARTICLE_URL, "", "labs/attention_lab/"):
+            status, body = _get(server.base + url)
+            assert status == 200 and "data-llm-build-problems" in body, url
+            assert f"{ARTICLE}:{author_line}</code>" in body and "未知作者 nobody" in body, url
+            assert f"{ARTICLE}:{slip_line}</code>" in body and "排版规则 A" in body, url
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN")
+        try:
+            page = context.new_page()
+            page.goto(server.base + ARTICLE_URL, wait_until="load")
+            banner = page.locator("[data-llm-build-problems]")
+            assert banner.is_visible() and banner.get_attribute("role") == "alert"
+            text = banner.inner_text()
+            assert "1 个错误、1 个排版提醒" in text and "修改建议" in text, text
+            assert page.locator("article h1").first.is_visible()  # the page itself is still there, below
+        finally:
+            context.close()
+        mark = len(server.log())
+        article.write_text(good_article, encoding="utf-8")
+        server.wait_log("Documentation built", mark, timeout=300)
+        for url in (ARTICLE_URL, ""):
+            status, body = _get(server.base + url)
+            assert status == 200 and "data-llm-build-problems" not in body and "编辑标记123" not in body, url
     finally:
         server.stop()
