@@ -30,6 +30,7 @@ from torch import Tensor
 # 语料：仓库里的 data/tang_wujue/poems.txt；下载的 Notebook 把它放在代码文件旁边
 CORPUS_NAME = "poems.txt"
 CORPUS_PLACES = ("../data/tang_wujue", ".")  # 相对本文件所在目录，依次查找
+DATA_FILES = ("data/tang_wujue/poems.txt",)  # 网站生成下载的 Notebook 时，把它和代码文件放在一起
 # 语料的 SHA-256：文件变了而这里没改，读取时会报错（改这一行，缓存的模型也会跟着重新训练）
 CORPUS_SHA256 = "9011adec02dc65ed2650a2c77f4ef49fd768fc90b5cd24926da4c431d6326046"
 HELD_OUT_EVERY = 10  # 每 10 首诗留 1 首不参与训练，用来看模型在没见过的诗上表现如何

@@ -126,7 +126,7 @@ class Labs:
             download = File.generated(config, f"{labs.LABS_DIR}/{lab.name}/{lab.name}.ipynb",
                                       content=labs.published(item.notebook(), lab))
             files.append(download)
-            bundled = tuple(p.name for p in labs.code_files(lab))
+            bundled = tuple(labs.bundled_files(lab))
             self.pages[lab.uri] = LabPage(lab, body, toc, download, bundled)
 
     def problems(self) -> list[Problem]:
@@ -198,7 +198,8 @@ def _download_note(body: str, href: str, bundled: tuple[str, ...]) -> str:
         f'<p class="llm-lab-download"><a class="md-button md-button--primary" href="{href}" download>'
         f'<span class="twemoji">{DOWNLOAD_ICON}</span> 下载这个 Notebook（.ipynb）</a></p>\n'
         "<p>下载后放进任意一个文件夹，用 Jupyter 打开，从头运行即可，只需要装好 torch、numpy 和 matplotlib。"
-        f"它的第一格会把实验用到的 {len(bundled)} 个代码文件（{names}，和仓库 <code>code/</code> 目录里的一样）"
+        f"它的第一格会把实验用到的 {len(bundled)} 个文件（{names}，"
+        "和仓库 <code>code/</code> 目录里的代码及它读取的数据一样）"
         f"写到旁边的 <code>{labs.BUNDLE_DIR}/</code> 目录里。</p>"
     )
     end = body.find("</h1>")

@@ -118,7 +118,18 @@ def test_visible_download_link_under_the_title(built_site, name: str) -> None:
 
     lab = labs.discover()[name]
     bundled = [p.name for p in labs.code_files(lab)]
-    assert f"{len(bundled)} 个代码文件" in explanation and all(n in explanation for n in bundled)
+    data = [Path(item).name for item in _declared_data_files(bundled)]
+    assert f"{len(bundled) + len(data)} 个文件" in explanation and all(n in explanation for n in bundled + data)
+
+
+def _declared_data_files(modules: list[str]) -> list[str]:
+    """DATA_FILES of the given code/ modules, read with a plain regex (not the build's AST reader)."""
+    out: list[str] = []
+    for name in modules:
+        m = re.search(r"^DATA_FILES = \((.*?)\)", (ROOT / "code" / name).read_text(encoding="utf-8"), re.M | re.S)
+        if m:
+            out += re.findall(r'"([^"]+)"', m.group(1))
+    return out
 
 
 @pytest.mark.parametrize("name", LABS)

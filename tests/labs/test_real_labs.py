@@ -188,6 +188,14 @@ def _published(executed_labs: dict[str, Path], name: str) -> dict:
     return json.loads(lab_pipeline.published(executed_labs[name], lab))
 
 
+def _import_code(path: Path):
+    import importlib
+
+    if str(ROOT / "code") not in sys.path:
+        sys.path.insert(0, str(ROOT / "code"))
+    return importlib.import_module(path.stem)
+
+
 @pytest.mark.parametrize("name", LABS)
 def test_download_carries_the_code_files_byte_for_byte(executed_labs: dict[str, Path], name: str,
                                                        tmp_path: Path) -> None:
@@ -197,7 +205,11 @@ def test_download_carries_the_code_files_byte_for_byte(executed_labs: dict[str, 
     source = "".join(first_code["source"])
     subprocess.run([sys.executable, "-c", source], cwd=tmp_path, check=True, capture_output=True, timeout=60)
     written = {p.name: p.read_bytes() for p in (tmp_path / lab_pipeline.BUNDLE_DIR).iterdir()}
-    expected = {p.name: p.read_bytes() for p in lab_pipeline.code_files(lab_pipeline.discover()[name])}
+    lab = lab_pipeline.discover()[name]
+    expected = {p.name: p.read_bytes() for p in lab_pipeline.code_files(lab)}
+    for module in lab_pipeline.code_files(lab):  # data files the modules read, as they declare them
+        for item in getattr(_import_code(module), "DATA_FILES", ()):
+            expected[Path(item).name] = (ROOT / item).read_bytes()
     assert written == expected and "attention.py" in written
     assert {"attention.py", "figkit.py"} <= set(written)
     # A file the reader changed is kept (and said so) when the cell runs again.
