@@ -187,7 +187,10 @@ RESULT_LINKS = ".md-search-result__item a"
 
 @pytest.mark.parametrize(
     ("query", "slug"),
-    [("注意力", ATTENTION), ("多头", ATTENTION), ("位置编码", ATTENTION), ("提示", PROMPT)],
+    [("注意力", ATTENTION), ("多头", ATTENTION), ("位置编码", ATTENTION), ("提示", PROMPT),
+     # the rest of stage 1, by the terms a learner would type (issue #14)
+     ("残差", "transformer-block"), ("层归一化", "transformer-block"), ("交叉熵", "gpt-from-scratch"),
+     ("梯度裁剪", "gpt-from-scratch"), ("温度", "decoding"), ("缓存", "decoding")],
 )
 def test_search_finds_chinese_terms(page, site_server, query, slug):
     page.goto(site_server)
