@@ -139,11 +139,11 @@ def _release(css_src: str) -> dict[str, bytes]:
     return files
 
 
-def _vendor_script():
-    """scripts/vendor_katex.py (a maintainers' script, not part of the build package), loaded from its file."""
+def _maintainer_script(name: str = "vendor_katex"):
+    """scripts/<name>.py (a maintainers' script, not part of the build package), loaded from its file."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("vendor_katex", ROOT / "scripts" / "vendor_katex.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -155,7 +155,7 @@ FULL_SRC = 'url(fonts/KaTeX_{f}.woff2) format("woff2"),url(fonts/KaTeX_{f}.woff)
 
 
 def test_refresh_script_builds_a_verified_folder_from_a_release_tarball(tmp_path: Path, capsys):
-    vendor_katex = _vendor_script()
+    vendor_katex = _maintainer_script()
 
     data = _tarball(_release(FULL_SRC))
     (tmp_path / "katex.tgz").write_bytes(data)
@@ -197,7 +197,7 @@ def _umask() -> int:
 
 
 def test_refresh_script_refuses_a_css_without_a_woff2_source(tmp_path: Path, capsys):
-    vendor_katex = _vendor_script()
+    vendor_katex = _maintainer_script()
 
     data = _tarball(_release('url(fonts/KaTeX_{f}.ttf) format("truetype")'))
     (tmp_path / "katex.tgz").write_bytes(data)
@@ -390,7 +390,7 @@ def test_license_files_and_readme_line():
 
 
 def test_share_image_is_what_the_script_draws_today():
-    import make_share_image
+    make_share_image = _maintainer_script("make_share_image")
 
     committed = SHARE.read_bytes()
     assert png_size(committed) == (1200, 630) and len(committed) <= 150 * 1024
