@@ -188,6 +188,16 @@ def _published(executed_labs: dict[str, Path], name: str) -> dict:
     return json.loads(lab_pipeline.published(executed_labs[name], lab))
 
 
+def _expected_bundle(name: str) -> dict[str, bytes]:
+    """{file name: bytes}: the code/ files the lab imports, and the data files those modules declare."""
+    lab = lab_pipeline.discover()[name]
+    expected = {p.name: p.read_bytes() for p in lab_pipeline.code_files(lab)}
+    for module in lab_pipeline.code_files(lab):
+        for item in getattr(_import_code(module), "DATA_FILES", ()):
+            expected[Path(item).name] = (ROOT / item).read_bytes()
+    return expected
+
+
 def _import_code(path: Path):
     import importlib
 
@@ -203,19 +213,17 @@ def test_download_carries_the_code_files_byte_for_byte(executed_labs: dict[str, 
     first_code = next(c for c in nb["cells"] if c["cell_type"] == "code")
     assert lab_pipeline.BUNDLE_TAG in first_code["metadata"]["tags"] and not first_code["outputs"]
     source = "".join(first_code["source"])
-    subprocess.run([sys.executable, "-c", source], cwd=tmp_path, check=True, capture_output=True, timeout=60)
+    cell = tmp_path / "first_cell.py"  # a file, not -c: with a data file the cell is longer than one argument may be
+    cell.write_text(source, encoding="utf-8")
+    subprocess.run([sys.executable, str(cell)], cwd=tmp_path, check=True, capture_output=True, timeout=60)
     written = {p.name: p.read_bytes() for p in (tmp_path / lab_pipeline.BUNDLE_DIR).iterdir()}
-    lab = lab_pipeline.discover()[name]
-    expected = {p.name: p.read_bytes() for p in lab_pipeline.code_files(lab)}
-    for module in lab_pipeline.code_files(lab):  # data files the modules read, as they declare them
-        for item in getattr(_import_code(module), "DATA_FILES", ()):
-            expected[Path(item).name] = (ROOT / item).read_bytes()
+    expected = _expected_bundle(name)
     assert written == expected and "attention.py" in written
     assert {"attention.py", "figkit.py"} <= set(written)
     # A file the reader changed is kept (and said so) when the cell runs again.
     changed = tmp_path / lab_pipeline.BUNDLE_DIR / "attention.py"
     changed.write_text("# 我改过\n", encoding="utf-8")
-    again = subprocess.run([sys.executable, "-c", source], cwd=tmp_path, check=True, capture_output=True,
+    again = subprocess.run([sys.executable, str(cell)], cwd=tmp_path, check=True, capture_output=True,
                            text=True, timeout=60)
     assert changed.read_text(encoding="utf-8") == "# 我改过\n" and "保留你改过的" in again.stdout
     ids = [c["id"] for c in nb["cells"]]
@@ -318,7 +326,7 @@ def test_downloaded_notebook_runs_in_an_empty_folder(executed_labs: dict[str, Pa
     text = "\n".join(_text(c) for c in code)
     assert "字体包 None" in text and "jupytext 不可用" in text, "the import blocker was in force"
     written = {p.name: p.read_bytes() for p in (work / lab_pipeline.BUNDLE_DIR).iterdir()}
-    assert written == {p.name: p.read_bytes() for p in lab_pipeline.code_files(lab_pipeline.discover()[name])}
+    assert written == _expected_bundle(name)
     if name == "attention_heads_lab":
         # No cached model here: the notebook trains it, and gets the very scores printed on the site.
         assert "现场训练" in text and "训练用时" in text
