@@ -201,7 +201,30 @@ class DefinitionDeps:
     roots: set[tuple[Path, str]]  # every (file, name) reached, for "does X use Y" questions
 
 
+def _tree_state(code_dir: Path) -> tuple[tuple[str, int, int], ...]:
+    """(path, size, mtime) of every Python file under ``code_dir``: changes whenever any of them changes."""
+    return tuple(sorted((str(p), (s := p.stat()).st_size, s.st_mtime_ns) for p in code_dir.rglob("*.py")))
+
+
 def definition_deps(roots: list[tuple[Path, str | None]], code_dir: Path = CODE) -> DefinitionDeps:
+    """What a set of roots uses, definition by definition (see ``_definition_deps``).
+
+    Remembered for the life of the process while no Python file under ``code_dir`` changes (and none of the
+    roots, which may lie outside it, such as a lab's source): ``mkdocs serve`` plans every figure and lab on
+    each rebuild, and a save that does not touch code then costs a few dozen ``stat`` calls.
+    """
+    resolved = tuple((p.resolve(), n) for p, n in roots)
+    outside = tuple(sorted({(str(p), p.stat().st_mtime_ns) for p, _ in resolved}))
+    return _remembered(resolved, code_dir.resolve(), _tree_state(code_dir.resolve()), outside)
+
+
+@lru_cache(maxsize=1024)
+def _remembered(roots: tuple[tuple[Path, str | None], ...], code_dir: Path, state: object,
+                outside: object) -> DefinitionDeps:
+    return _definition_deps(list(roots), code_dir)
+
+
+def _definition_deps(roots: list[tuple[Path, str | None]], code_dir: Path = CODE) -> DefinitionDeps:
     """What a set of roots uses, definition by definition.
 
     A root is ``(file, name)`` (a top-level name of that file) or ``(file, None)`` (the whole file: every
