@@ -15,7 +15,7 @@ import sys
 
 from llmsite import artifacts, labs
 from llmsite.cache.deps import definition_deps
-from llmsite.cli import cached_steps_parser
+from llmsite.cli import cached_steps_parser, select
 from llmsite.figures import registry
 from llmsite.paths import CODE, rel
 
@@ -40,12 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     except artifacts.ArtifactError as exc:
         print(f"错误：{exc}", file=sys.stderr)
         return 2
-    if args.only:
-        unknown = sorted(set(args.only) - set(found))
-        if unknown:
-            print(f"错误：没有声明过的产物：{'、'.join(unknown)}（已有：{'、'.join(found) or '无'}）", file=sys.stderr)
-            return 2
-        found = {name: found[name] for name in args.only}
+    selected = select(found, args.only, "构建产物")
+    if selected is None:
+        return 2
+    found = selected
     items = artifacts.plan(list(found.values()), force=args.force)
 
     if args.list:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from llmsite.cache.deps import definition_deps
-from llmsite.cli import cached_steps_parser
+from llmsite.cli import cached_steps_parser, select
 from llmsite.figures import cache, registry, runner
 from llmsite.paths import rel
 
@@ -28,12 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     except registry.DeclarationError as exc:
         print(f"错误：{exc}", file=sys.stderr)
         return 2
-    if args.only:
-        unknown = sorted(set(args.only) - set(specs))
-        if unknown:
-            print(f"错误：没有声明过的图：{'、'.join(unknown)}（已有：{'、'.join(specs)}）", file=sys.stderr)
-            return 2
-        specs = {name: specs[name] for name in args.only}
+    selected = select(specs, args.only, "图")
+    if selected is None:
+        return 2
+    specs = selected
     items = runner.plan(specs.values(), force=args.force)
 
     if args.list:

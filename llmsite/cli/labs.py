@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 
 from llmsite import artifacts, labs
-from llmsite.cli import cached_steps_parser
+from llmsite.cli import cached_steps_parser, select
 from llmsite.paths import rel
 
 
@@ -26,12 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     found = labs.discover()
-    if args.only:
-        unknown = sorted(set(args.only) - set(found))
-        if unknown:
-            print(f"错误：没有这个动手实验：{'、'.join(unknown)}（已有：{'、'.join(found) or '无'}）", file=sys.stderr)
-            return 2
-        found = {name: found[name] for name in args.only}
+    selected = select(found, args.only, "动手实验")
+    if selected is None:
+        return 2
+    found = selected
     items = labs.plan(list(found.values()), force=args.force)
 
     if args.list:
