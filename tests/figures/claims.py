@@ -120,3 +120,35 @@ class Sources:
             stated = [Decimal(g.replace(",", "")) for g in m.groups() if g is not None]
             problem = claim.check(stated)
             assert problem is None, f"{place.where}: 「{m.group(0)}」 {problem}"
+
+
+# A decimal, a percentage or a number with thousands separators: what a sentence states about a computation.
+NUMBER = re.compile(r"\d+\.\d+|\d+(?:\.\d+)?\s*%|\d{1,3}(?:,\d{3})+")
+
+
+def unchecked_numbers(sources: Sources, claims: Sequence[Claim], not_computed: dict[str, str],
+                      number: re.Pattern[str] = NUMBER, skip_inline_code: bool = True) -> list[str]:
+    """Numbers in the article's prose and in its figures' titles and captions that no claim locates and checks.
+
+    Code blocks and snippet lines are skipped; so is inline code (``dropout=0.0`` is an argument, not a result)
+    unless ``skip_inline_code`` is off. ``not_computed`` lists numbers that are settings, each with a reason."""
+    covered: dict[str, list[tuple[int, int]]] = {}
+    for claim in claims:
+        for place, m in sources.places_of(claim):
+            covered.setdefault(place.where + "|" + m.string, []).append(m.span())
+    unchecked = []
+    for places in [sources.article_lines(), *([p] for p in sources.figure_texts().values())]:
+        in_code = False
+        for place in places:
+            for line in place.text.splitlines():
+                if line.startswith("```"):
+                    in_code = not in_code
+                if in_code or line.startswith("--8<--"):
+                    continue
+                spans = covered.get(place.where + "|" + line, [])
+                prose = re.sub(r"`[^`]*`", lambda c: " " * len(c.group(0)), line) if skip_inline_code else line
+                for m in number.finditer(prose):
+                    if any(a <= m.start() and m.end() <= b for a, b in spans) or m.group(0) in not_computed:
+                        continue
+                    unchecked.append(f"{place.where}: {m.group(0)} in 「{line.strip()[:80]}」")
+    return unchecked

