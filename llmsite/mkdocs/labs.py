@@ -22,6 +22,8 @@ import posixpath
 import re
 import time
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
@@ -123,10 +125,11 @@ class Labs:
             if not item.cached:
                 raise PluginError(f"动手实验 {lab.name} 的缓存条目不完整：{entry}")
             body, toc = lab_page.read(entry)
+            bundled_paths = labs.bundled_files(lab)
             download = File.generated(config, f"{labs.LABS_DIR}/{lab.name}/{lab.name}.ipynb",
-                                      content=labs.published(item.notebook(), lab))
+                                      content=_download(item.notebook(), lab, list(bundled_paths.values())))
             files.append(download)
-            bundled = tuple(labs.bundled_files(lab))
+            bundled = tuple(bundled_paths)
             self.pages[lab.uri] = LabPage(lab, body, toc, download, bundled)
 
     def problems(self) -> list[Problem]:
@@ -171,6 +174,18 @@ class Labs:
         labs_dir = labs.ROOT / labs.LABS_DIR
         if labs_dir.is_dir():
             server.watch(str(labs_dir))
+
+
+def _download(notebook: Path, lab: labs.Lab, bundled: list[Path]) -> bytes:
+    """The notebook offered for download (``labs.published``), remembered while none of its inputs changes:
+    under ``mkdocs serve`` a save that touches no lab does not serialise every notebook again."""
+    state = tuple((str(p), (s := p.stat()).st_size, s.st_mtime_ns) for p in [notebook, lab.source, *bundled])
+    return _published(notebook, lab.name, lab.source, state)
+
+
+@lru_cache(maxsize=64)
+def _published(notebook: Path, name: str, source: Path, state: object) -> bytes:
+    return labs.published(notebook, labs.Lab(name, source))
 
 
 def _links(content: str, page: Any, files: Any, lab: labs.Lab) -> str:
