@@ -199,6 +199,26 @@ def save(fig: Any, path: str | Path) -> None:
         _enlarge_svg(path, MIN_TEXT_PX / (smallest * 4 / 3))
 
 
+
+def draw_all(namespace: dict[str, Any], out: str | Path = "/tmp/llm-figures") -> list[Path]:
+    """单独运行某个 code/figures/*.py 时用：把这个文件里用 @figure 声明的每张图画成浅色 SVG，存到 out。
+
+    和构建时一样只用一个线程，结果才能逐字节重现。返回写出的文件。"""
+    import torch
+
+    torch.set_num_threads(1)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fn in list(namespace.values()):
+        if callable(fn) and hasattr(fn, "figure_name"):
+            path = folder / f"{fn.figure_name}.svg"
+            with theme("light"):
+                save(fn(), path)
+            print("已保存", path)
+            written.append(path)
+    return written
+
 def figure(
     name: str, *, article: str, title: str, caption: str, data: Sequence[str] = (), timeout: float = 120
 ) -> Callable[..., Any]:
@@ -210,7 +230,7 @@ def figure(
     data    它读取的数据文件（相对仓库根目录），改动后图会重画；
     timeout 画这张图（浅色、深色两版）最多用多少秒，超时构建会停下并指出这张图。
 
-    scripts/build_figures.py 不导入代码就能读出这些声明（只解析语法树），
+    构建（python -m llmsite figures）不导入代码就能读出这些声明（只解析语法树），
     所以参数必须直接写成字符串字面量。被装饰的函数不带参数，返回一个 matplotlib 图。
     想让读者在网页上操作这张图，再用 @figure_data 声明它的数据（见下）。
     """

@@ -314,7 +314,7 @@ def train_reference() -> tuple[TinyTransformer, TrainHistory]:
 # --8<-- [end:reference]
 
 
-# 构建网站时，scripts/build_artifacts.py 调用 train_reference() 训练一次，用 save_trained() 存进缓存，
+# 构建网站时，python -m llmsite artifacts 调用 train_reference() 训练一次，用 save_trained() 存进缓存，
 # 再通过环境变量 PRETRAINED_ENV 把文件位置告诉插图和实验。缓存键只取决于这两个函数真正用到的代码：
 # 改注释、改无关的函数都不会重新训练。
 BUILD_ARTIFACTS = {"tiny-transformer": ("train_reference", "save_trained")}

@@ -15,7 +15,7 @@ module they import leaves the key, hence the trained model, unchanged.
 A figure or lab *uses* an artifact when its own dependencies reach the compute function: it calls it
 itself when the file is absent (a downloaded notebook trains its model). Its key then includes the
 artifact's key. Before drawing figures or executing labs, the build computes the stale artifacts they
-use (in a fresh process: ``scripts/build_artifacts.py``) and points the environment variable
+use (in a fresh process: ``python -m llmsite artifacts``) and points the environment variable
 ``LLM_ARTIFACT_<NAME>`` (upper case, ``-`` -> ``_``) at each cached file; forked workers and notebook
 kernels inherit it.
 

@@ -165,12 +165,6 @@ def kv_cache_work():
 
 
 if __name__ == "__main__":
-    from figkit import save, theme
+    from figkit import draw_all
 
-    out = Path("/tmp/llm-figures")
-    out.mkdir(exist_ok=True)
-    for fn in list(globals().values()):
-        if callable(fn) and hasattr(fn, "figure_name"):
-            with theme("light"):
-                save(fn(), out / f"{fn.figure_name}.svg")
-            print("已保存", out / f"{fn.figure_name}.svg")
+    draw_all(globals())

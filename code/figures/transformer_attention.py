@@ -1,7 +1,7 @@
 """《Transformer 与注意力机制》一文中的图。
 
 每个函数用 @figure 声明一张图，并调用文章里展示的那些函数（code/attention.py 等）来计算数据。
-构建网站时 scripts/build_figures.py 会自动找到它们，分别按浅色、深色配色各画一遍。
+构建网站时 python -m llmsite figures 会自动找到它们，分别按浅色、深色配色各画一遍。
 单独运行本文件会把所有图画到 /tmp/llm-figures/ 下，方便调试。
 """
 
@@ -435,12 +435,6 @@ def rope_relative():
 
 
 if __name__ == "__main__":
-    from figkit import save, theme
+    from figkit import draw_all
 
-    out = Path("/tmp/llm-figures")
-    out.mkdir(exist_ok=True)
-    for fn in list(globals().values()):
-        if callable(fn) and hasattr(fn, "figure_name"):
-            with theme("light"):
-                save(fn(), out / f"{fn.figure_name}.svg")
-            print("已保存", out / f"{fn.figure_name}.svg")
+    draw_all(globals())

@@ -6,7 +6,7 @@
     python -m llmsite labs --list      # labs, the code/ definitions and artifacts they use, cache state
 
 Stale build artifacts the labs use (the trained model) are computed first
-(scripts/build_artifacts.py). Executed notebooks are cached under .cache/labs/
+(python -m llmsite artifacts). Executed notebooks are cached under .cache/labs/
 (see llmsite/labs.py);
 MkDocs runs the same pipeline from llmsite/mkdocs/labs.py and publishes them as
 labs/<name>.ipynb pages.

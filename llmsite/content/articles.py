@@ -202,7 +202,7 @@ def load_site(
     ``root`` is the repository (default: this one); ``docs`` and ``data``
     default to its ``docs/`` and ``data/``. With ``checks`` (the default) the
     article bodies also go through ``llmsite.content.checks`` (HTML, images, links,
-    figures, typography), so the build and ``scripts/check_content.py``
+    figures, typography), so the build and ``python -m llmsite check``
     report the same problems.
     """
     root = root or ROOT

@@ -2,7 +2,7 @@
 
 Each module has ``check(doc, ctx) -> list[Problem]``; ``check_document`` runs
 them all. ``llmsite.content.articles.load_site`` calls it for every article, so
-``scripts/check_content.py``, the MkDocs build and CI report the same problems.
+``python -m llmsite check``, the MkDocs build and CI report the same problems.
 """
 
 from __future__ import annotations
