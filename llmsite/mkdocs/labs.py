@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
 import logging
 import posixpath
@@ -155,6 +156,14 @@ class Labs:
         )
         body = _download_note(body, href, found.bundled)
         return f'{button}\n<div class="llm-lab">{body}</div>'
+
+    def page_inputs(self, uri: str) -> str:
+        """What a lab's page is built from (the incremental preview compares it between saves)."""
+        found = self.pages.get(uri)
+        if found is None:
+            return ""
+        download = found.download.content_bytes if found.download is not None else b""
+        return repr((found.lab, found.body, found.toc, found.bundled, hashlib.sha256(download).hexdigest()))
 
     def edit_url(self, page: Any, config: Any) -> None:
         found = self.pages.get(page.file.src_uri)

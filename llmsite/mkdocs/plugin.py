@@ -8,6 +8,7 @@ the order of a ``hooks:`` list. The work itself is in the MkDocs-independent pac
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 
 from llmsite import paths
-from llmsite.content.articles import Site
+from llmsite.content.articles import Site, body_with_snippets
 from llmsite.mkdocs import content, csp, feed, search_index
 from llmsite.mkdocs.banner import Banner, is_warning
 from llmsite.mkdocs.config import SiteConfig
@@ -40,6 +41,9 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.figures = Figures(serving=False)
         self.labs = Labs(serving=False)
         self.banner = Banner()
+        # Under ``python -m llmsite serve`` the server adds the banner to the HTML it sends (the written pages
+        # stay identical to a clean build); under ``mkdocs serve`` it is written into every page.
+        self.banner_in_pages = True
 
     # ------------------------------------------------------------------ set-up
 
@@ -59,7 +63,6 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.dates = RevisionDates(docs)
         self.figures = Figures(serving=self.serving, enabled=self.config.figures)
         self.labs = Labs(serving=self.serving)
-        self.banner = Banner()
         return config
 
     @event_priority(100)  # before other plugins read the files (the tags plugin, search)
@@ -69,6 +72,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.listings.add_pages(files, config)
         self.figures.add_files(files, config)
         self.labs.add_files(files, config)
+        self.banner = Banner()  # this build's problems only (the incremental preview runs on_files on every save)
         self.banner.add(self.site.problems + self.figures.problems() + self.labs.problems())
         for problem in self.site.problems:  # figures and labs log their own failures
             (log.warning if is_warning(problem) else log.error)("%s", problem)
@@ -98,13 +102,16 @@ class SitePlugin(BasePlugin[SiteConfig]):
 
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
         output = self.labs.add_stylesheet(output, page)
-        output = self.banner.inject(output)  # problems exist only under serve: a build stopped on them
+        if self.banner_in_pages:  # problems exist only under serve: a build stopped on them
+            output = self.banner.inject(output)
         return self._csp_meta(output)
 
     def on_post_template(self, output_content: str, *, template_name: str, config: Any) -> str:
         if not template_name.endswith(".html"):
             return output_content
-        return self._csp_meta(self.banner.inject(output_content))
+        if self.banner_in_pages:
+            output_content = self.banner.inject(output_content)
+        return self._csp_meta(output_content)
 
     # ------------------------------------------------------------------ after the build
 
@@ -119,6 +126,27 @@ class SitePlugin(BasePlugin[SiteConfig]):
     def on_serve(self, server: Any, *, config: Any, builder: Any) -> Any:
         self.labs.watch(server)
         return server
+
+    # ------------------------------------------------------------------ the incremental preview
+
+    def page_inputs(self, file: Any) -> str:
+        """A digest of everything a page is built from, as far as this plugin knows: its source, its article's
+        model (values, route position, neighbours), the code it includes, what its listing markers and figure
+        markers expand to and its lab's cached body. ``llmsite.mkdocs.incremental`` re-renders a page when
+        this changes."""
+        site = self._site()
+        source = file.content_string
+        parts = [file.src_uri, source, repr(site.by_uri(file.src_uri))]
+        if self.listings is not None and "<!--" in source:
+            parts.append(self.listings.expand(source, file.src_uri))
+        if "8<" in source:  # the code it includes from code/ (pymdownx.snippets)
+            parts.append(body_with_snippets(source, 1, file.src_uri, paths.ROOT)[0])
+        if "figure:" in source and file.page is not None:
+            parts.append(self.figures.expand(source, file.page))
+        parts.append(self.labs.page_inputs(file.src_uri))
+        if self.dates is not None:
+            parts.append(self.dates.dates.get(f"{self.dates.docs_name}/{file.src_uri}", ""))
+        return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
 
     # ------------------------------------------------------------------ helpers
 
