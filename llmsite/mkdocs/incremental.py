@@ -33,7 +33,8 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -288,7 +289,11 @@ class IncrementalSite:
         for file in doc_files:
             if file.src_uri in render:
                 assert file.page is not None
-                _build_page(file.page, config, doc_files, nav, env, excluded=file.inclusion.is_excluded())
+                if file.src_uri in changed:
+                    _build_page(file.page, config, doc_files, nav, env, excluded=file.inclusion.is_excluded())
+                else:  # only its sidebar or previous / next changed: it keeps its search entries
+                    with _not_indexed(file.page):
+                        _build_page(file.page, config, doc_files, nav, env, excluded=file.inclusion.is_excluded())
         if search is not None:
             search.entries = _merged_entries(kept, search.entries[len(kept):], pages, changed)
         for page in pages:
@@ -392,6 +397,23 @@ def _search_index(config: MkDocsConfig) -> Any:
         if name in ("search", "material/search"):
             return getattr(plugin, "search_index", None)
     return None
+
+
+@contextmanager
+def _not_indexed(page: Page) -> Iterator[None]:
+    """Render a page without Material's search plugin indexing it again (``search: exclude`` in its meta, which
+    the plugin reads and the templates do not): its kept entries are the same, and indexing (jieba) is the
+    slowest part of rendering a page."""
+    missing = object()
+    saved = page.meta.get("search", missing)
+    page.meta["search"] = {"exclude": True}
+    try:
+        yield
+    finally:
+        if saved is missing:
+            del page.meta["search"]
+        else:
+            page.meta["search"] = saved
 
 
 def _title_readers(page: Page, nav: Navigation, pages: Iterable[Page]) -> list[Page]:

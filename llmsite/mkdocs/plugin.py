@@ -119,7 +119,8 @@ class SitePlugin(BasePlugin[SiteConfig]):
     def on_post_build(self, *, config: Any) -> None:
         site_dir = Path(config["site_dir"])
         feed.write(self._site(), config)
-        search_index.rewrite(site_dir, self.config.search_index_budget_kb)
+        if not self.serving:  # a published index is compacted and kept within its budget; the preview's need not be
+            search_index.rewrite(site_dir, self.config.search_index_budget_kb)
         if self._csp_on():
             csp.finish(site_dir, config)
 
