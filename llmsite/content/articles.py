@@ -12,6 +12,7 @@ from typing import Any
 from llmsite.content import frontmatter, plaintext, readtime, snippets
 from llmsite.content.catalog import Author, Route, load_authors, load_route, load_tags
 from llmsite.content.checks import Context, Document, check_document
+from llmsite.content.memo import ArticleMemo, Loaded
 from llmsite.paths import DOCS, ROOT, rel
 from llmsite.problems import Problem
 
@@ -187,7 +188,8 @@ def load_article(
 
 def article_files(docs: Path = DOCS) -> list[Path]:
     folder = docs / ARTICLES_DIR
-    return sorted(p for p in folder.glob("*.md") if p.name != LISTING)
+    # one folder: ordering by name is the ordering of the paths (and much cheaper than comparing Paths)
+    return sorted((p for p in folder.glob("*.md") if p.name != LISTING), key=lambda p: p.name)
 
 
 def load_site(
@@ -196,6 +198,7 @@ def load_site(
     *,
     root: Path | None = None,
     checks: bool = True,
+    memo: ArticleMemo | None = None,
 ) -> Site:
     """Read every article and the data files once; collect all problems.
 
@@ -204,6 +207,10 @@ def load_site(
     article bodies also go through ``llmsite.content.checks`` (HTML, images, links,
     figures, typography), so the build and ``python -m llmsite check``
     report the same problems.
+
+    ``memo`` (an ``ArticleMemo`` kept by a long-running process) reuses each
+    article's result from an earlier call while the files it was computed from
+    are unchanged (see ``llmsite.content.memo``); the Site is the same as without it.
     """
     root = root or ROOT
     docs = docs or root / "docs"
@@ -217,23 +224,28 @@ def load_site(
     loaded: dict[str, Article] = {}
     titles: dict[str, list[tuple[str, int]]] = {}  # title -> (file, line of title)
     files = article_files(docs)
-    for file in files:
-        path = rel(file, root)
+    run = None
+    if memo is not None:
+        run = memo.run(root=root, docs=docs, authors=authors, tags=tags, ctx=ctx, checks=checks)
+    for file, path in zip(files, _rel_paths(files, root), strict=True):
+
+        def compute(file: Path = file, path: str = path) -> Loaded:
+            return _load_one(file, path, ctx, authors, tags, root=root, checks=checks)
+
         try:
-            fm = frontmatter.split(ctx.read(file))
-        except UnicodeDecodeError as exc:
+            one = run.load(file, compute) if run is not None else compute()
+        except _NotUtf8 as err:
+            exc = err.error
             problems.append(Problem(path, 1, f"文件不是 UTF-8 编码（第 {exc.start} 个字节）",
                                     "用 UTF-8 编码另存这个文件"))
             continue
-        article, p = load_article(file, authors, tags, root=root, fm=fm)
-        problems += p
-        if checks:
-            problems += check_document(Document(path, file, fm.body, fm.body_line), ctx)
-        title = fm.meta.get("title")
-        if isinstance(title, str) and title.strip():  # also for articles with other problems
-            titles.setdefault(title.strip(), []).append((path, fm.line_of("title")))
-        if article is not None:
-            loaded[article.slug] = article
+        problems += one.problems
+        if one.title is not None:  # also for articles with other problems
+            titles.setdefault(one.title[0], []).append((path, one.title[1]))
+        if one.article is not None:
+            loaded[one.article.slug] = one.article
+    if run is not None:
+        run.finish()
     for title, where in titles.items():
         if len(where) < 2:
             continue
@@ -255,6 +267,50 @@ def load_site(
         ordered[slug].prev = order[i - 1] if i > 0 else None
         ordered[slug].next = order[i + 1] if i + 1 < len(order) else None
     return Site(ordered, route, authors, tags, problems)
+
+
+class _NotUtf8(Exception):
+    """The article file itself is not UTF-8 (a snippet file that is not UTF-8 raises as it always did)."""
+
+    def __init__(self, error: UnicodeDecodeError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _rel_paths(files: list[Path], root: Path) -> list[str]:
+    """``rel(file, root)`` for each file, resolving each folder once (a file that is a symlink on its own)."""
+    base = root.resolve()
+    folders: dict[Path, Path] = {}
+    out = []
+    for file in files:
+        if file.is_symlink() or file.name in ("", ".", ".."):
+            out.append(rel(file, root))
+            continue
+        if file.parent not in folders:
+            folders[file.parent] = file.parent.resolve()
+        try:
+            out.append((folders[file.parent] / file.name).relative_to(base).as_posix())
+        except ValueError:
+            out.append(str(file))
+    return out
+
+
+def _load_one(
+    file: Path, path: str, ctx: Context, authors: dict[str, Author], tags: dict[str, str], *, root: Path,
+    checks: bool,
+) -> Loaded:
+    """What ``load_site`` computes for one article file (raises ``_NotUtf8`` for a file that is not UTF-8)."""
+    try:
+        text = ctx.read(file)
+    except UnicodeDecodeError as exc:
+        raise _NotUtf8(exc) from exc
+    fm = frontmatter.split(text)
+    article, problems = load_article(file, authors, tags, root=root, fm=fm)
+    if checks:
+        problems += check_document(Document(path, file, fm.body, fm.body_line), ctx)
+    title = fm.meta.get("title")
+    heading = (title.strip(), fm.line_of("title")) if isinstance(title, str) and title.strip() else None
+    return Loaded(article, problems, heading)
 
 
 def other_pages_snippets(docs: Path, articles: set[Path], root: Path) -> list[Problem]:

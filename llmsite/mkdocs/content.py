@@ -23,6 +23,7 @@ from mkdocs.utils import get_relative_url
 from llmsite.content import render
 from llmsite.content.articles import ARTICLES_DIR, Article, Site, load_site
 from llmsite.content.catalog import ROUTE_PAGE, load_route, route_section
+from llmsite.content.memo import ArticleMemo
 from llmsite.problems import ContentError
 
 
@@ -39,9 +40,12 @@ def nav_sections(config: Any, root: Path) -> None:
     section.extend({escape(stage.title): items} for stage, items in zip(route.stages, groups, strict=True))
 
 
-def load(root: Path, serving: bool) -> Site:
-    """The site model; its problems stop ``mkdocs build`` (under serve they are shown in the pages instead)."""
-    site = load_site(root=root)
+def load(root: Path, serving: bool, memo: ArticleMemo | None = None) -> Site:
+    """The site model; its problems stop ``mkdocs build`` (under serve they are shown in the pages instead).
+
+    ``memo`` (kept across rebuilds by a long-running process) reuses unchanged articles' results.
+    """
+    site = load_site(root=root, memo=memo)
     if site.problems and not serving:
         raise PluginError(str(ContentError(site.problems)))
     return site

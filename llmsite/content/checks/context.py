@@ -1,12 +1,16 @@
 """State shared by the checks of one run: the repository, file texts and caches.
 
 Every file is read at most once per run (``read``); ids of link targets and the
-figure declarations are computed at most once.
+figure declarations are computed at most once. ``recording`` notes which files
+the checks of one document read and whether they used the figure declarations
+(``llmsite.content.memo`` keys remembered results on them).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -28,12 +32,22 @@ class Figures:
 
 
 @dataclass
+class Recording:
+    """What the checks of one document took from the repository besides the document itself."""
+
+    # resolved path passed to ``Context.read`` -> the text the checks got (None: it could not be read)
+    reads: dict[Path, str | None] = field(default_factory=dict)
+    figures: bool = False  # the figure declarations (code/figures/*.py) were consulted
+
+
+@dataclass
 class Context:
     root: Path
     stage_titles: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     _texts: dict[Path, str] = field(default_factory=dict)
     _figures_reported: bool = False
+    _recording: Recording | None = None
 
     @property
     def docs(self) -> Path:
@@ -49,8 +63,13 @@ class Context:
     def read(self, file: Path) -> str:
         """Text of ``file``, read once per run."""
         key = file.resolve()
+        recording = self._recording
+        if recording is not None:
+            recording.reads.setdefault(key, None)
         if key not in self._texts:
             self._texts[key] = key.read_text(encoding="utf-8")
+        if recording is not None:
+            recording.reads[key] = self._texts[key]
         return self._texts[key]
 
     @cached_property
@@ -72,8 +91,24 @@ class Context:
             extra |= {"tag:" + slug(t) for t in self.tags}
         return ids | extra if extra else ids
 
-    @cached_property
+    @contextmanager
+    def recording(self) -> Iterator[Recording]:
+        """Record, until the block ends, the files read and whether the figure declarations were used."""
+        outer, recording = self._recording, Recording()
+        self._recording = recording
+        try:
+            yield recording
+        finally:
+            self._recording = outer
+
+    @property
     def figures(self) -> Figures:
+        if self._recording is not None:
+            self._recording.figures = True
+        return self._figures
+
+    @cached_property
+    def _figures(self) -> Figures:
         from llmsite.content.checks.markers import discover
 
         return discover(self)
