@@ -18,6 +18,7 @@ from mkdocs.plugins import BasePlugin, event_priority
 
 from llmsite import paths
 from llmsite.content.articles import Site, body_with_snippets
+from llmsite.content.memo import ArticleMemo
 from llmsite.mkdocs import content, csp, feed, search_index
 from llmsite.mkdocs.banner import Banner, is_warning
 from llmsite.mkdocs.config import SiteConfig
@@ -36,6 +37,9 @@ class SitePlugin(BasePlugin[SiteConfig]):
     def __init__(self) -> None:
         self.serving = False
         self.site: Site | None = None
+        # Under serve the plugin object lives across rebuilds (MkDocs keeps plugins that have on_startup): the
+        # articles' parse and checks are remembered while their inputs are unchanged (llmsite.content.memo).
+        self.memo: ArticleMemo | None = None
         self.dates: RevisionDates | None = None
         self.listings: Listings | None = None
         self.figures = Figures(serving=False)
@@ -49,6 +53,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         self.serving = command == "serve"
+        self.memo = ArticleMemo() if self.serving else None
 
     def on_config(self, config: Any) -> Any:
         root = Path(config.config_file_path).resolve().parent
@@ -67,7 +72,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
 
     @event_priority(100)  # before other plugins read the files (the tags plugin, search)
     def on_files(self, files: Any, *, config: Any) -> Any:
-        self.site = content.load(paths.ROOT, self.serving)
+        self.site = content.load(paths.ROOT, self.serving, memo=self.memo)
         self.listings = Listings(self.site, self.config.articles_per_page, self.config.latest_on_home)
         self.listings.add_pages(files, config)
         self.figures.add_files(files, config)
