@@ -1,8 +1,9 @@
 """Benchmarks of the site: build, serve, scaling and page weight, in one command.
 
-    python -m llmsite bench                  # everything (about 20 minutes on 2 cores)
+    python -m llmsite bench                  # everything but serve-scale (about 20 minutes on 2 cores)
     python -m llmsite bench --quick          # fewer repeats, N = 10 and 100 only
     python -m llmsite bench --only build --only serve
+    python -m llmsite bench --only serve-scale --serve-sizes 100,1000   # preview servers at N articles
     python -m llmsite bench --out bench-results/ --keep
 
 Everything runs in temporary copies of the repository (docs/, code/, data/,
@@ -26,10 +27,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import build, common, report, scaling, serve, weight
+from bench import build, common, report, scaling, serve, serve_scale, weight
 from bench.common import REPO, BenchError, fingerprint, load_average, log, machine_info
 
-FAMILIES = ("build", "serve", "scaling", "weight")
+FAMILIES = ("build", "serve", "scaling", "weight", "serve-scale")
+# Without --only: all but serve-scale (three preview servers at N = 100 and 1,000: about 30 minutes more).
+DEFAULT_FAMILIES = ("build", "serve", "scaling", "weight")
 FULL_SIZES = [10, 100, 300, 1000]
 QUICK_SIZES = [10, 100]
 
@@ -57,6 +60,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench-results", help="folder for latest.json")
     parser.add_argument("--only", action="append", choices=FAMILIES, help="run only this family (repeatable)")
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], help="scaling N list, e.g. 10,100")
+    parser.add_argument(
+        "--serve-sizes", type=lambda s: [int(x) for x in s.split(",")], help="serve-scale N list (default 100,1000)"
+    )
+    parser.add_argument(
+        "--serve-repeats", type=int, default=serve_scale.DEFAULT_REPEATS, help="serve-scale: saves of each kind"
+    )
+    parser.add_argument(
+        "--serve-variants",
+        type=lambda s: s.split(","),
+        default=[v.name for v in serve_scale.VARIANTS],
+        help="serve-scale servers, e.g. incremental,mkdocs,material",
+    )
     parser.add_argument("--profile", action="store_true", help="profile one scaled build even if linear")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies (path is printed)")
     parser.add_argument("--tmp", type=Path, default=None, help="parent folder of the temporary copies")
@@ -67,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         print(report.render(json.loads(args.render.read_text(encoding="utf-8"))))
         return 0
 
-    families = args.only or list(FAMILIES)
+    families = args.only or list(DEFAULT_FAMILIES)
     quick = args.quick
     repeats = 2 if quick else 5  # builds after an edit
     warm_repeats = 3 if quick else 7  # interleaved warm / baseline / without figure hook
@@ -98,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     bctx = build.BuildContext(tmp, repeats, warm_repeats, cold_repeats)
     sctx: scaling.ScalingContext | None = None
+    ssctx: serve_scale.ServeScaleContext | None = None
     try:
         if "build" in families:
             _guard("build", lambda: build.run(bctx), results)
@@ -106,6 +122,20 @@ def main(argv: list[str] | None = None) -> int:
         if "scaling" in families:
             sctx = scaling.ScalingContext(tmp, sizes, scale_repeats, build.ensure_seed(bctx)[1], profile=args.profile)
             _guard("scaling", lambda: scaling.run(sctx), results)  # type: ignore[arg-type]
+        if "serve-scale" in families:
+            ssctx = serve_scale.ServeScaleContext(
+                tmp,
+                build.ensure_seed(bctx)[1],
+                sizes=args.serve_sizes or list(serve_scale.DEFAULT_SIZES),
+                repeats=args.serve_repeats,
+                variants=args.serve_variants,
+            )
+            results["settings"]["serve_scale"] = {
+                "sizes": ssctx.sizes,
+                "repeats": ssctx.repeats,
+                "variants": list(ssctx.variants),
+            }
+            _guard("serve-scale", lambda: serve_scale.run(ssctx), results)  # type: ignore[arg-type]
         if "weight" in families:
             sc = results.get("scaling") or {}
             scaled = Path(sc["largest_site"]) if sc.get("largest_site") else None
@@ -119,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                 results,
             )
     finally:
-        results["notes"] += bctx.notes + (sctx.notes if sctx else [])
+        results["notes"] += bctx.notes + (sctx.notes if sctx else []) + (ssctx.notes if ssctx else [])
         if args.keep:
             log(f"kept {tmp}")
         else:
@@ -133,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     paths = [args.out / "latest.json", args.out / f"bench-{stamp}.json"]
     _write(results, paths)  # first without the table: a broken report must not lose the measurements
     text = report.render(results)
+    if (results.get("serve-scale") or {}).get("table"):
+        text += "\n\nPreview servers at scale (save -> page served; ratios against plain Material)\n"
+        text += results["serve-scale"]["table"]
     results["table"] = text
     _write(results, paths)
     (args.out / "latest.txt").write_text(text, encoding="utf-8")
