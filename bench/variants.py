@@ -2,9 +2,10 @@
 
 - *baseline*: the same docs/ built by plain MkDocs Material: only the ``search``
   plugin (not ours), no ``custom_dir``; the nav our plugin would
-  build (stages from data/route.yml) written out statically; figure markers
+  build (stages from data/route.yml, with the labs) written out statically; figure markers
   replaced by the same image Markdown the build emits, with the generated
-  SVGs copied into the docs folder (KaTeX comes along: it is vendored in docs/).
+  SVGs copied into the docs folder (KaTeX comes along: it is vendored in docs/);
+  the lab pages' built content copied in as Markdown pages (same text to render and index).
 - *nofig*: the project with ``figures: false`` (llmsite plugin option) and otherwise identical
   output (same figure Markdown, SVGs as ordinary docs files).
 
@@ -79,9 +80,36 @@ def static_nav(root: Path) -> list[Any]:
         items = []
         for entry in stage.get("articles") or []:
             slug = entry.get("slug") if isinstance(entry, dict) else entry
-            items.append(f"articles/{slug}.md")  # labs (notebooks) are left out: plain Material has no such pages
+            items.append(f"articles/{slug}.md")
+            labs = entry.get("labs") if isinstance(entry, dict) else None
+            # the lab pages, as the Markdown pages copy_lab_pages writes (plain Material has no notebook pages)
+            items += [str(lab).removesuffix(".ipynb") + ".md" for lab in labs or []]
         section.append({str(stage["title"]): items})
     return nav
+
+
+_ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(?P<body>.*?)</article>', re.S)
+_TITLE = re.compile(r"<title>(?P<title>.*?)</title>", re.S)
+
+
+def copy_lab_pages(site_dir: Path, docs: Path) -> int:
+    """Each built lab page's content (``labs/<name>/index.html``) as ``labs/<name>.md`` in ``docs``: the same text
+    for the baseline to render and index (Material's search segments it with jieba, the largest cost of a warm
+    build), as raw HTML in a Markdown page."""
+    count = 0
+    for page in sorted((site_dir / "labs").glob("*/index.html")):
+        html = page.read_text(encoding="utf-8")
+        body, title = _ARTICLE.search(html), _TITLE.search(html)
+        if body is None or title is None:
+            raise RuntimeError(f"{page}: no article content to copy into the baseline")
+        name = page.parent.name
+        front = title.group("title").split(" - ")[0].replace('"', "'")
+        target = docs / "labs" / f"{name}.md"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f'---\ntitle: "{front}"\n---\n\n<div>\n{body.group("body").strip()}\n</div>\n',
+                          encoding="utf-8")
+        count += 1
+    return count
 
 
 def prepare_baseline(ws: Workspace, site_dir: Path) -> Path:
@@ -92,6 +120,7 @@ def prepare_baseline(ws: Workspace, site_dir: Path) -> Path:
     shutil.copytree(ws.docs, docs)
     inline_figures(docs, ws.root / "code")
     copy_figures(site_dir, docs)
+    copy_lab_pages(site_dir, docs)
     empty = ws.root / "overrides-empty"
     empty.mkdir(exist_ok=True)
     return write_child_config(

@@ -8,13 +8,16 @@ library versions in the cache key instead.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
+import pickle
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from llmsite.paths import CODE
+from llmsite import atomic
+from llmsite.paths import CACHE, CODE
 
 
 def _imported_names(tree: ast.Module) -> set[str]:
@@ -221,7 +224,39 @@ def definition_deps(roots: list[tuple[Path, str | None]], code_dir: Path = CODE)
 @lru_cache(maxsize=1024)
 def _remembered(roots: tuple[tuple[Path, str | None], ...], code_dir: Path, state: object,
                 outside: object) -> DefinitionDeps:
-    return _definition_deps(list(roots), code_dir)
+    return _stored(roots, code_dir)
+
+
+# The result on disk, for the next process (a warm build parses no syntax tree): keyed by the content of every
+# Python file under code/ and of the roots outside it, and by this module's own source (the algorithm).
+_ALGORITHM = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=4096)
+def _content_digest(path: Path, mtime_ns: int, size: int) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _stored(roots: tuple[tuple[Path, str | None], ...], code_dir: Path) -> DefinitionDeps:
+    files = sorted({*code_dir.rglob("*.py"), *(p for p, _ in roots)})
+    inputs = {
+        "algorithm": _ALGORITHM,
+        "code_dir": str(code_dir),
+        "roots": [[str(p), n] for p, n in roots],
+        "files": [[str(f), _content_digest(f, (st := f.stat()).st_mtime_ns, st.st_size)] for f in files],
+    }
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:32]
+    path = CACHE / "deps" / f"{digest}.pickle"
+    try:
+        found = pickle.loads(path.read_bytes())
+        if isinstance(found, DefinitionDeps):
+            return found
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        pass
+    result = _definition_deps(list(roots), code_dir)
+    with contextlib.suppress(OSError):  # a read-only cache only costs time
+        atomic.write_bytes(path, pickle.dumps(result))
+    return result
 
 
 def _definition_deps(roots: list[tuple[Path, str | None]], code_dir: Path = CODE) -> DefinitionDeps:
