@@ -42,9 +42,9 @@ from urllib.parse import urljoin
 
 import yaml
 
-from . import synth
+from . import common, synth
 from .build import MODULE, edit_module
-from .common import PYTHON, BenchError, Samples, Workspace, free_port, load_average, log, ratio
+from .common import PYTHON, BenchError, Samples, Workspace, fingerprint, free_port, load_average, log, ratio
 from .serve import fetch, stop
 from .variants import BASELINE_CONFIG, BASELINE_DOCS, prepare_baseline
 
@@ -392,7 +392,12 @@ def available(ws: Workspace, variant: Variant) -> str | None:
 
 
 def run_size(ctx: ServeScaleContext, n: int) -> dict[str, Any]:
-    entry: dict[str, Any] = {"load_average_start": load_average(), "article": target_slug(n), "variants": {}}
+    entry: dict[str, Any] = {
+        "load_average_start": load_average(),
+        "article": target_slug(n),
+        "source": fingerprint(common.SOURCE),  # the tree copied for this N (others may commit meanwhile)
+        "variants": {},
+    }
     ws = prepare(ctx, n)
     for variant in VARIANTS:
         if variant.name not in ctx.variants:
@@ -404,7 +409,12 @@ def run_size(ctx: ServeScaleContext, n: int) -> dict[str, Any]:
             log(f"serve-scale: N={n} {variant.name} skipped: {why}")
             continue
         repeats = SLOW_REPEATS if n >= SLOW_N and variant.name != "incremental" else ctx.repeats
-        entry["variants"][variant.name] = run_variant(ws, variant, n, repeats, ctx)
+        try:
+            entry["variants"][variant.name] = run_variant(ws, variant, n, repeats, ctx)
+        except BenchError as exc:  # recorded; the other variants and sizes still run
+            entry["variants"][variant.name] = {"error": str(exc)[:2000]}
+            ctx.notes.append(f"serve-scale N={n}: {variant.name} failed: {str(exc)[:300]}")
+            log(f"serve-scale: N={n} {variant.name} FAILED: {str(exc)[:300]}")
     entry["over_material"] = ratios(entry["variants"])
     entry["load_average_end"] = load_average()
     return entry
@@ -439,7 +449,12 @@ def run(ctx: ServeScaleContext) -> dict[str, Any]:
         "sizes": {},
     }
     for n in ctx.sizes:
-        out["sizes"][str(n)] = run_size(ctx, n)
+        try:
+            out["sizes"][str(n)] = run_size(ctx, n)
+        except (BenchError, OSError) as exc:  # e.g. the untimed build failed: the other sizes still run
+            out["sizes"][str(n)] = {"error": f"{type(exc).__name__}: {str(exc)[:2000]}", "variants": {}}
+            ctx.notes.append(f"serve-scale N={n} failed: {str(exc)[:300]}")
+            log(f"serve-scale: N={n} FAILED: {str(exc)[:300]}")
     out["load_average_end"] = load_average()
     out["table"] = render(out)
     return out
@@ -470,8 +485,9 @@ def render(results: dict[str, Any]) -> str:
         variants = entry.get("variants", {})
         base = variants.get(BASELINE) or {}
         for name, v in variants.items():
-            if "skipped" in v:
-                rows.append(f"| {n} | {name} | 跳过：{v['skipped'][:80]} | | | | |")
+            if "skipped" in v or "error" in v:
+                why = f"跳过：{v['skipped']}" if "skipped" in v else f"失败：{v['error']}"
+                rows.append(f"| {n} | {name} | {why[:100]} | | | | |")
                 continue
             startup = f"{v['startup_s']:.1f} s"
             if base.get("startup_s") and name != BASELINE:
