@@ -41,18 +41,25 @@ problems: those problems are reported once per run, on the first article that me
 
 Results and ``Article`` objects are copied in and out: ``load_site`` sets stage, position, labs and
 previous / next on the articles it returns.
+
+Between processes (``store`` / ``restore``, one file in the build cache): a build starts from the results of the
+previous one, so a warm build checks only the articles that changed. The file's name carries a digest of the
+package's own source (``llmsite/**/*.py``): a change to a check, the parser or this module starts empty.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from llmsite import atomic
 from llmsite.content import snippets
 from llmsite.figures.registry import FIGURES_DIR
 from llmsite.labs import LABS_DIR
@@ -134,8 +141,40 @@ def _listing(top: Path) -> tuple[tuple[str, bool, bool], ...]:
     return tuple(sorted(out))
 
 
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def _package_version() -> str:
+    """A digest of the package's Python source: results computed by other code are not reused."""
+    h = hashlib.blake2b(digest_size=10)
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        h.update(path.relative_to(_PACKAGE).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 class ArticleMemo:
     """Per-article results of ``load_site``, kept across calls (one object per long-running process)."""
+
+    @classmethod
+    def restore(cls, folder: Path) -> ArticleMemo:
+        """The memo a previous process stored in ``folder``, or an empty one (none, damaged, other code)."""
+        with contextlib.suppress(OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
+                                 TypeError, ValueError):
+            found = pickle.loads((folder / f"articles-{_package_version()}.pickle").read_bytes())
+            if isinstance(found, cls):
+                found.hits = found.misses = 0
+                return found
+        return cls()
+
+    def store(self, folder: Path) -> None:
+        """Write the memo for the next process (atomically; older versions' files removed)."""
+        name = f"articles-{_package_version()}.pickle"
+        with contextlib.suppress(OSError):  # a read-only cache only costs time
+            atomic.write_bytes(folder / name, pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
+            for old in folder.glob("articles-*.pickle"):
+                if old.name != name:
+                    old.unlink(missing_ok=True)
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}

@@ -29,6 +29,7 @@ from llmsite.mkdocs.listings import Listings
 from llmsite.mkdocs.vendor import check_katex
 
 log = logging.getLogger("mkdocs.plugins.llmsite")
+MEMO_DIR = paths.CACHE / "content"  # the articles' checks from the previous build (llmsite.content.memo)
 
 
 class SitePlugin(BasePlugin[SiteConfig]):
@@ -37,8 +38,9 @@ class SitePlugin(BasePlugin[SiteConfig]):
     def __init__(self) -> None:
         self.serving = False
         self.site: Site | None = None
-        # Under serve the plugin object lives across rebuilds (MkDocs keeps plugins that have on_startup): the
-        # articles' parse and checks are remembered while their inputs are unchanged (llmsite.content.memo).
+        # The articles' parse and checks, remembered while their inputs are unchanged (llmsite.content.memo):
+        # from the previous build through the cache, and under serve across rebuilds (MkDocs keeps plugins
+        # that have on_startup).
         self.memo: ArticleMemo | None = None
         self.dates: RevisionDates | None = None
         self.listings: Listings | None = None
@@ -53,7 +55,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         self.serving = command == "serve"
-        self.memo = ArticleMemo() if self.serving else None
+        self.memo = None  # restored from the build cache by the first on_files
 
     def on_config(self, config: Any) -> Any:
         root = Path(config.config_file_path).resolve().parent
@@ -72,7 +74,11 @@ class SitePlugin(BasePlugin[SiteConfig]):
 
     @event_priority(100)  # before other plugins read the files (the tags plugin, search)
     def on_files(self, files: Any, *, config: Any) -> Any:
+        if self.memo is None:
+            self.memo = ArticleMemo.restore(MEMO_DIR)
         self.site = content.load(paths.ROOT, self.serving, memo=self.memo)
+        if self.memo.misses:  # something was checked afresh: the next build (or process) starts from here
+            self.memo.store(MEMO_DIR)
         self.listings = Listings(self.site, self.config.articles_per_page, self.config.latest_on_home)
         self.listings.add_pages(files, config)
         self.figures.add_files(files, config)

@@ -223,3 +223,23 @@ def test_snippet_file_edit_rechecks_only_the_articles_that_include_it(repo: Repo
     repo.write("code/attention.py", repo.read("code/attention.py") + "\n# 文件末尾加的一行注释\n")
     load_site(root=repo.root, memo=memo)
     assert sorted(calls) == sorted(includers)
+
+
+def test_stored_memo_is_used_by_the_next_process_and_dropped_for_other_code(
+    repo: Repo, memo: ArticleMemo, tmp_path: Path, monkeypatch
+) -> None:
+    from llmsite.content import memo as memo_module
+
+    memo.store(tmp_path)
+    restored = ArticleMemo.restore(tmp_path)
+    assert len(restored) == len(memo)
+    repo.write(ARTICLE, repo.read(ARTICLE) + "\n从上一次构建接着检查。\n")
+    site = same_as_fresh(repo.root, restored)
+    assert restored.misses == 1 and restored.hits == len(site.articles) - 1
+    assert "从上一次构建接着检查" in (repo.root / ARTICLE).read_text(encoding="utf-8")
+    # other code (a changed check) must not reuse what this code computed
+    monkeypatch.setattr(memo_module, "_package_version", lambda: "another-version")
+    assert len(ArticleMemo.restore(tmp_path)) == 0
+    (tmp_path / next(tmp_path.glob("articles-*.pickle")).name).write_bytes(b"damaged")
+    monkeypatch.undo()
+    assert len(ArticleMemo.restore(tmp_path)) == 0  # a damaged file gives an empty memo, not an error
