@@ -17,6 +17,7 @@ import argparse
 import logging
 import re
 import shutil
+import signal
 import tempfile
 import time
 import traceback
@@ -148,6 +149,8 @@ def serve(config_file: str | None = None, dev_addr: str | None = None, site_dir:
         return page.read_bytes() if code in (404, 500) and page.is_file() else None
 
     server.error_handler = error_page
+    # SIGTERM (a process manager, a test harness) stops the preview like Ctrl-C: the temporary folder is removed.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         start = time.perf_counter()
         preview.build()
@@ -165,6 +168,10 @@ def serve(config_file: str | None = None, dev_addr: str | None = None, site_dir:
             preview.site.config.plugins.on_shutdown()
         if own_dir:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
