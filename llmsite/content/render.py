@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import posixpath
 import re
+from functools import lru_cache
 from math import ceil
 
 from llmsite.content.articles import Article, Site
@@ -37,6 +38,7 @@ def text_link(from_uri: str, to_uri: str, label: str, cls: str = "") -> str:
     return f'<a href="{text(_href(from_uri, url_for(to_uri)))}"{attr}>{text(label)}</a>'
 
 
+@lru_cache(maxsize=16384)
 def _link(from_uri: str, to_uri: str) -> str:
     return posixpath.relpath(to_uri, posixpath.dirname(from_uri) or ".")
 
@@ -68,13 +70,28 @@ def url_for(uri: str) -> str:
     return stem + "/"
 
 
+@lru_cache(maxsize=16384)
 def _href(from_uri: str, to_url: str) -> str:
     """Relative href between directory URLs (for raw HTML, which MkDocs does not rewrite)."""
     base = url_for(from_uri) or "."
     return posixpath.relpath(to_url or ".", base) + ("/" if to_url.endswith("/") else "")
 
 
+_CARDS: dict[tuple[str, str, str], str] = {}  # a pure function's results; a preview renders ~1,000 per save
+
+
 def card(article: Article, from_uri: str, tags_uri: str = "tags.md") -> str:
+    """An article's card in a listing (remembered by every field of the article and the two URIs)."""
+    key = (repr(article), from_uri, tags_uri)
+    found = _CARDS.get(key)
+    if found is None:
+        if len(_CARDS) > 8192:
+            _CARDS.clear()
+        found = _CARDS[key] = _card(article, from_uri, tags_uri)
+    return found
+
+
+def _card(article: Article, from_uri: str, tags_uri: str) -> str:
     # Tag anchors are added by the tags plugin after link validation, so these
     # are raw HTML links (checked by tests/site/test_built_html.py instead).
     tags_href = _href(from_uri, url_for(tags_uri))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 from llmsite.paths import CODE, rel
@@ -92,7 +93,17 @@ def _data_declarations(tree: ast.Module, path: Path) -> dict[str, tuple[str, str
 
 
 def parse_module(path: Path) -> list[FigureSpec]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    """The figures declared in ``path`` (remembered while its text is unchanged: a preview asks on every save)."""
+    return list(_parse_text(path, path.read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=256)
+def _parse_text(path: Path, text: str) -> tuple[FigureSpec, ...]:
+    return tuple(_parse(path, text))
+
+
+def _parse(path: Path, text: str) -> list[FigureSpec]:
+    tree = ast.parse(text, filename=str(path))
     specs = _figure_declarations(tree, path)
     data = _data_declarations(tree, path)
     names = {spec.name for spec in specs}

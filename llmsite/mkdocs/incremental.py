@@ -16,6 +16,8 @@ at what changed on disk since the last build (``Snapshot``) and
     the pages of the figures and labs that use it;
   - the pages that print such a page's title without reading its inputs: the sidebar of its nav section
     (``navigation.prune`` renders only the active section's items) and its previous / next neighbours;
+  - the pages whose previous / next changed (the plugin's ``on_nav`` runs again: an article whose front
+    matter became invalid under serve leaves the route's order);
   - Material's tags index when a changed page's title or tags changed (the tags plugin is reset and given
     every page again, in page order);
   - the search index entries of the changed pages (the others keep theirs, in page order), the static
@@ -154,6 +156,7 @@ class IncrementalSite:
         self.env: Any = None
         self.snapshot: Snapshot | None = None
         self.inputs: dict[str, str] = {}  # page src_uri -> digest of its inputs at its last render
+        self.theme_uris: set[str] = set()
         self.started = False
 
     # ------------------------------------------------------------------ full build
@@ -178,7 +181,9 @@ class IncrementalSite:
         clean_directory(config.site_dir)
         files = get_files(config)
         env = config.theme.get_env()
+        own = {f.src_uri for f in files}
         files.add_files_from_theme(env, config)
+        self.theme_uris = {f.src_uri for f in files} - own  # a change of theme or overrides/ is a full build
         files = config.plugins.on_files(files, config=config)
         set_exclusions(files, config)
         nav = get_navigation(files, config)
@@ -238,20 +243,26 @@ class IncrementalSite:
         assert config is not None and files is not None and nav is not None
         plugin = self.plugin
 
-        # 1. The plugin's view of the site again (model, checks, figures, labs) on a fresh list of files.
-        fresh = get_files(config)
-        fresh.add_files_from_theme(env, config)
+        # 1. The plugin's view of the site again (model, checks, figures, labs) on a fresh list of files, and
+        #    previous / next again (an article whose front matter became invalid leaves the route's order).
+        pages = self._pages()
+        neighbours = {p.file.src_uri: (p.previous_page, p.next_page) for p in pages}
+        fresh = get_files(config)  # the theme's files are kept as they are (listing them costs 0.3 s)
         fresh = config.plugins.on_files(fresh, config=config)
         set_exclusions(fresh, config)
-        to_copy = _merge_generated(files, fresh)
+        to_copy = _merge_generated(files, fresh, self.theme_uris)
         for uri in changes.modified:  # an edited image or stylesheet in docs/
             if uri.startswith("docs/"):
                 f = files.get_file_from_path(uri[len("docs/"):])
                 if f is not None and not f.is_documentation_page() and f not in to_copy:
                     to_copy.append(f)
 
+        nav = config.plugins.on_nav(nav, config=config, files=files)
+        relinked = {p.file.src_uri for p in pages
+                    if p.previous_page is not neighbours[p.file.src_uri][0]
+                    or p.next_page is not neighbours[p.file.src_uri][1]}
+
         # 2. Pages whose inputs changed are read and rendered from Markdown again.
-        pages = self._pages()
         inputs = {p.file.src_uri: plugin.page_inputs(p.file) for p in pages}
         changed = {p.file.src_uri for p in pages if inputs[p.file.src_uri] != self.inputs.get(p.file.src_uri)}
         before = {p.file.src_uri: (p.title, _tags(p)) for p in pages if p.file.src_uri in changed}
@@ -276,7 +287,7 @@ class IncrementalSite:
                 changed |= listing
 
         # 4. Pages that print a changed title: the same nav section's sidebar, previous / next.
-        render = set(changed)
+        render = changed | relinked
         for page in retitled:
             render |= {p.file.src_uri for p in _title_readers(page, nav, pages)}
 
@@ -349,9 +360,9 @@ def _watched(config: MkDocsConfig, root: Path) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def _merge_generated(files: Files, fresh: Files) -> list[Any]:
+def _merge_generated(files: Files, fresh: Files, theme: set[str]) -> list[Any]:
     """Carry the fresh generated files' contents into the kept ones; the files whose output must be copied."""
-    kept = {f.src_uri: f for f in files}
+    kept = {f.src_uri: f for f in files if f.src_uri not in theme}
     new = {f.src_uri: f for f in fresh}
     if kept.keys() != new.keys():
         raise _NeedsFull("文件列表变了")
