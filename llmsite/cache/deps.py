@@ -12,12 +12,16 @@ import contextlib
 import hashlib
 import json
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 from llmsite import atomic
 from llmsite.paths import CACHE, CODE
+
+T = TypeVar("T")
 
 
 def _imported_names(tree: ast.Module) -> set[str]:
@@ -52,7 +56,13 @@ def _direct(path: Path, mtime_ns: int, code_dir: Path) -> tuple[Path, ...]:
 
 
 def closure(module: Path, code_dir: Path = CODE) -> list[Path]:
-    """``module`` and every module of ``code_dir`` it imports, transitively, sorted."""
+    """``module`` and every module of ``code_dir`` it imports, transitively, sorted (stored like
+    ``definition_deps``: a warm build parses nothing)."""
+    root, code = module.resolve(), code_dir.resolve()
+    return list(_on_disk("closure", ((root, None),), code, lambda: _closure(root, code)))
+
+
+def _closure(module: Path, code_dir: Path) -> list[Path]:
     seen: set[Path] = set()
     stack = [module.resolve()]
     while stack:
@@ -238,8 +248,15 @@ def _content_digest(path: Path, mtime_ns: int, size: int) -> str:
 
 
 def _stored(roots: tuple[tuple[Path, str | None], ...], code_dir: Path) -> DefinitionDeps:
+    result: DefinitionDeps = _on_disk("definitions", roots, code_dir, lambda: _definition_deps(list(roots), code_dir))
+    return result
+
+
+def _on_disk(kind: str, roots: tuple[tuple[Path, str | None], ...], code_dir: Path, compute: Callable[[], T]) -> T:
+    """``compute()``, or what it returned in an earlier process for the same roots and the same code."""
     files = sorted({*code_dir.rglob("*.py"), *(p for p, _ in roots)})
     inputs = {
+        "kind": kind,
         "algorithm": _ALGORITHM,
         "code_dir": str(code_dir),
         "roots": [[str(p), n] for p, n in roots],
@@ -248,12 +265,11 @@ def _stored(roots: tuple[tuple[Path, str | None], ...], code_dir: Path) -> Defin
     digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:32]
     path = CACHE / "deps" / f"{digest}.pickle"
     try:
-        found = pickle.loads(path.read_bytes())
-        if isinstance(found, DefinitionDeps):
-            return found
+        found: T = pickle.loads(path.read_bytes())
+        return found
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
         pass
-    result = _definition_deps(list(roots), code_dir)
+    result = compute()
     with contextlib.suppress(OSError):  # a read-only cache only costs time
         atomic.write_bytes(path, pickle.dumps(result))
     return result

@@ -60,3 +60,10 @@ def test_a_damaged_entry_is_computed_again(code: Path) -> None:
         entry.write_bytes(b"not a pickle")
     again = deps._stored(_roots(code), code)
     assert again.names == first.names
+
+
+def test_the_import_closure_is_stored_and_follows_edits(code: Path) -> None:
+    assert deps.closure(code / "plot.py", code) == [code / "helpers.py", code / "plot.py"]
+    assert len(list((code.parent / "cache" / "deps").glob("*.pickle"))) == 1
+    (code / "plot.py").write_text("def figure():\n    return 3\n")
+    assert deps.closure(code / "plot.py", code) == [code / "plot.py"]
