@@ -105,7 +105,7 @@ def test_nothing_in_the_build_reads_node_modules():
     proc = subprocess.run([make, "-n", "-C", str(ROOT), "build", "serve"], capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert "mkdocs build --strict" in proc.stdout and "mkdocs serve" in proc.stdout
+    assert "mkdocs build --strict" in proc.stdout and "llmsite serve" in proc.stdout
     assert "npm" not in proc.stdout and "node_modules" not in proc.stdout, proc.stdout
 
 
