@@ -12,7 +12,7 @@ from typing import Any
 from llmsite.content import frontmatter, plaintext, readtime, snippets
 from llmsite.content.catalog import Author, Route, load_authors, load_route, load_tags
 from llmsite.content.checks import Context, Document, check_document
-from llmsite.content.memo import ArticleMemo, Loaded
+from llmsite.content.memo import ArticleMemo, Loaded, MemoRun
 from llmsite.paths import DOCS, ROOT, rel
 from llmsite.problems import Problem
 
@@ -226,7 +226,7 @@ def load_site(
     files = article_files(docs)
     run = None
     if memo is not None:
-        run = memo.run(root=root, docs=docs, authors=authors, tags=tags, ctx=ctx, checks=checks)
+        run = MemoRun(memo, root=root, docs=docs, authors=authors, tags=tags, ctx=ctx, checks=checks)
     for file, path in zip(files, _rel_paths(files, root), strict=True):
 
         def compute(file: Path = file, path: str = path) -> Loaded:

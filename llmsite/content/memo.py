@@ -184,20 +184,6 @@ class ArticleMemo:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def run(
-        self,
-        *,
-        root: Path,
-        docs: Path,
-        authors: dict[str, Author],
-        tags: dict[str, str],
-        ctx: Context,
-        checks: bool,
-    ) -> MemoRun:
-        """Start one ``load_site`` call: the run's token is taken now, before any article is read."""
-        self.hits = self.misses = 0
-        return MemoRun(self, root=root, docs=docs, authors=authors, tags=tags, ctx=ctx, checks=checks)
-
 
 class MemoRun:
     """One ``load_site`` call with a memo."""
@@ -213,6 +199,8 @@ class MemoRun:
         ctx: Context,
         checks: bool,
     ) -> None:
+        """Start one ``load_site`` call: the run's token is taken now, before any article is read."""
+        memo.hits = memo.misses = 0
         self._memo = memo
         self._root = root
         self._authors = authors

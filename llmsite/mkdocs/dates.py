@@ -20,8 +20,12 @@ class RevisionDates:
         self.docs_name = docs_dir.name
         self.dates = last_commit_dates(docs_dir.parent, docs_dir.name)
 
+    def of(self, src_uri: str) -> str | None:
+        """The last commit date of ``docs/<src_uri>``, if git knows it."""
+        return self.dates.get(f"{self.docs_name}/{src_uri}")
+
     def apply(self, page: Any, article: Article | None) -> None:
-        date = self.dates.get(f"{self.docs_name}/{page.file.src_uri}")
+        date = self.of(page.file.src_uri)
         if date is None and article is not None:
             date = article.date.isoformat()
         if date:

@@ -48,6 +48,8 @@ from mkdocs.structure.nav import Navigation, get_navigation
 from mkdocs.structure.pages import Page
 from mkdocs.utils import clean_directory
 
+from llmsite.content.checks.context import TAGS_MARKER
+
 log = logging.getLogger("mkdocs.plugins.llmsite.incremental")
 
 # Changes under these folders (relative to the site's root) can be followed page by page; anything else that
@@ -391,7 +393,7 @@ def _tags(page: Page) -> tuple[str, ...]:
 
 def _has_tags_listing(page: Page) -> bool:
     try:
-        return "<!-- material/tags" in page.file.content_string
+        return TAGS_MARKER in page.file.content_string
     except (OSError, UnicodeDecodeError):
         return False
 

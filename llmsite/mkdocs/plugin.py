@@ -157,7 +157,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
             parts.append(self.figures.expand(source, file.page))
         parts.append(self.labs.page_inputs(file.src_uri))
         if self.dates is not None:
-            parts.append(self.dates.dates.get(f"{self.dates.docs_name}/{file.src_uri}", ""))
+            parts.append(self.dates.of(file.src_uri) or "")
         return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
 
     # ------------------------------------------------------------------ helpers
