@@ -30,6 +30,7 @@ from llmsite.mkdocs.vendor import check_katex
 
 log = logging.getLogger("mkdocs.plugins.llmsite")
 MEMO_DIR = paths.CACHE / "content"  # the articles' checks from the previous build (llmsite.content.memo)
+CSP_HASHES = paths.CACHE / "csp" / "hashes.json"  # the inline scripts the previous build found (llmsite.mkdocs.csp)
 
 
 class SitePlugin(BasePlugin[SiteConfig]):
@@ -47,6 +48,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.figures = Figures(serving=False)
         self.labs = Labs(serving=False)
         self.banner = Banner()
+        self.csp: csp.Policy | None = None  # this build's Content-Security-Policy (not under serve)
         # Under ``python -m llmsite serve`` the server adds the banner to the HTML it sends (the written pages
         # stay identical to a clean build); under ``mkdocs serve`` it is written into every page.
         self.banner_in_pages = True
@@ -70,6 +72,9 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.dates = RevisionDates(docs)
         self.figures = Figures(serving=self.serving, enabled=self.config.figures)
         self.labs = Labs(serving=self.serving)
+        # not under serve: its live-reload script is injected after the build and would be blocked
+        on = self.config.content_security_policy and not self.serving
+        self.csp = csp.Policy(config, CSP_HASHES) if on else None
         return config
 
     @event_priority(100)  # before other plugins read the files (the tags plugin, search)
@@ -111,12 +116,14 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.labs.edit_url(page, config)
         return context
 
+    @event_priority(-100)  # last: the policy lists the inline scripts of the page as it is written
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
         output = self.labs.add_stylesheet(output, page)
         if self.banner_in_pages:  # problems exist only under serve: a build stopped on them
             output = self.banner.inject(output)
         return self._csp_meta(output)
 
+    @event_priority(-100)
     def on_post_template(self, output_content: str, *, template_name: str, config: Any) -> str:
         if not template_name.endswith(".html"):
             return output_content
@@ -132,8 +139,9 @@ class SitePlugin(BasePlugin[SiteConfig]):
         feed.write(self._site(), config)
         if not self.serving:  # a published index is compacted and kept within its budget; the preview's need not be
             search_index.rewrite(site_dir, self.config.search_index_budget_kb)
-        if self._csp_on():
-            csp.finish(site_dir, config)
+        if self.csp is not None:
+            rewritten = self.csp.finish(site_dir)
+            log.debug("content security policy: %d pages rewritten (none when the guess was right)", rewritten)
 
     def on_serve(self, server: Any, *, config: Any, builder: Any) -> Any:
         self.labs.watch(server)
@@ -167,9 +175,5 @@ class SitePlugin(BasePlugin[SiteConfig]):
             raise PluginError("llmsite: 文章模型还没有读入（on_files 没有运行）")
         return self.site
 
-    def _csp_on(self) -> bool:
-        # not under serve: its live-reload script is injected after the build and would be blocked
-        return self.config.content_security_policy and not self.serving
-
     def _csp_meta(self, output: str) -> str:
-        return csp.add_meta(output) if self._csp_on() else output
+        return self.csp.add(output) if self.csp is not None else output

@@ -17,6 +17,8 @@ toggle), so its gzip size is part of every first visit.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import logging
 import zlib
@@ -50,26 +52,71 @@ def _dump(index: dict[str, Any]) -> bytes:
 def fit_budget(data: bytes, budget: int) -> tuple[bytes, int | None]:
     """Cut entries' text until the gzip size is within ``budget`` bytes.
 
-    Returns the (possibly) new bytes and the character cap applied (None: no cut).
+    Returns the (possibly) new bytes and the character cap applied (None: no cut): the largest cap
+    that fits, one more character per entry would not. Each try compresses the whole index, so the
+    cap is searched by interpolation (the gzip size is close to linear in the characters kept, which
+    are counted without compressing) between a cap that fits and one that does not, probing the
+    neighbour of every guess: 6-8 compressions for 1,000 articles where bisection took 15.
     """
-    if budget <= 0 or _gzip_size(data) <= budget:
+    if budget <= 0:
+        return data, None
+    full = _gzip_size(data)
+    if full <= budget:
         return data, None
     index = json.loads(data)
     docs = index.get("docs", [])
     texts = [doc.get("text", "") for doc in docs]
-    low, high, best = 0, max((len(t) for t in texts), default=0), None
-    while low <= high:  # the largest cap that fits
-        cap = (low + high) // 2
+    kept = _Kept([len(t) for t in texts])
+
+    def size(cap: int) -> int:
         for doc, text in zip(docs, texts, strict=True):
             doc["text"] = text[:cap]
-        if _gzip_size(_dump(index)) <= budget:
-            best, low = cap, cap + 1
-        else:
-            high = cap - 1
-    cap = best or 0
+        return _gzip_size(_dump(index))
+
+    fits, fits_size = 0, size(0)
+    if fits_size > budget:  # even titles alone are over budget: every text is cut
+        return _dump(index), 0
+    over, over_size = kept.longest, full
+    while over - fits > 1:
+        lo, hi = kept(fits), kept(over)
+        target = lo + (budget - fits_size) * (hi - lo) / (over_size - fits_size)
+        guess = min(max(kept.cap_for(target), fits + 1), over - 1)
+        neighbour = guess + 1 if (guess_size := size(guess)) <= budget else guess - 1
+        for cap, cap_size in ((guess, guess_size), (neighbour, None)):
+            if not fits < cap < over:
+                continue
+            cap_size = size(cap) if cap_size is None else cap_size
+            if cap_size <= budget:
+                fits, fits_size = cap, cap_size
+            else:
+                over, over_size = cap, cap_size
     for doc, text in zip(docs, texts, strict=True):
-        doc["text"] = text[:cap]
-    return _dump(index), cap
+        doc["text"] = text[:fits]
+    return _dump(index), fits
+
+
+class _Kept:
+    """The number of characters the entries keep at a cap, counted without building the index."""
+
+    def __init__(self, lengths: list[int]) -> None:
+        self.lengths = sorted(lengths)
+        self.longest = self.lengths[-1] if self.lengths else 0
+        self.prefix = [0, *itertools.accumulate(self.lengths)]
+
+    def __call__(self, cap: int) -> int:
+        shorter = bisect.bisect_right(self.lengths, cap)
+        return self.prefix[shorter] + cap * (len(self.lengths) - shorter)
+
+    def cap_for(self, target: float) -> int:
+        """The largest cap keeping at most ``target`` characters."""
+        low, high = 0, self.longest
+        while low < high:
+            mid = (low + high + 1) // 2
+            if self(mid) <= target:
+                low = mid
+            else:
+                high = mid - 1
+        return low
 
 
 def rewrite(site_dir: Path, budget_kb: int) -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
+from llmsite import atomic
+from llmsite.mkdocs import csp
 from tests.conftest import BuiltSite
 
 CSP = re.compile(r'<meta http-equiv="Content-Security-Policy" content="(?P<policy>[^"]+)">')
@@ -66,3 +70,39 @@ def test_no_page_violates_the_policy(built_site: BuiltSite, site_server: str, br
         assert pg.evaluate("window.__cspViolations") == []
     finally:
         context.close()
+
+
+# ---------------------------------------------------------------- the guessed policy (llmsite.mkdocs.csp.Policy)
+
+PAGES = {
+    "index.html": '<html><head><meta charset="utf-8"><script>var a = 1;</script></head><body>首页</body></html>',
+    "a/index.html": '<html><head><meta charset="utf-8"><script>var b = 2;</script>'
+    '<script type="application/json">{"x": 1}</script></head><body>文章</body></html>',
+    "404.html": '<html><head><meta charset="utf-8"></head><body><script>var a = 1;</script></body></html>',
+}
+
+
+def _build(site: Path, store: Path) -> tuple[dict[str, bytes], int]:
+    """Write PAGES through a Policy as the plugin does (add each page, finish after the build)."""
+    policy = csp.Policy({"extra": {}}, store)
+    for rel, html in PAGES.items():
+        atomic.write_text(site / rel, policy.add(html))
+    rewritten = policy.finish(site)
+    return {rel: (site / rel).read_bytes() for rel in PAGES}, rewritten
+
+
+def test_a_wrong_or_missing_guess_is_corrected_and_a_right_one_writes_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "cache" / "hashes.json"
+    first, rewritten = _build(tmp_path / "first", store)  # no guess: every page is rewritten
+    assert rewritten == 3
+    hashes = csp.inline_script_hashes(PAGES["index.html"]) | csp.inline_script_hashes(PAGES["a/index.html"])
+    assert len(hashes) == 2  # the JSON data block is not a script
+    for rel, data in first.items():
+        found = CSP.findall(data.decode())
+        assert len(found) == 1, rel
+        assert sorted(found[0].split("script-src ")[1].split(";")[0].split()[1:]) == sorted(hashes), rel
+    second, rewritten = _build(tmp_path / "second", store)  # the previous build's hashes: nothing to correct
+    assert rewritten == 0 and second == first
+    store.write_text(json.dumps(["'sha256-stale='", "'unsafe-inline'"]), encoding="utf-8")  # stale (or tampered)
+    third, rewritten = _build(tmp_path / "third", store)
+    assert rewritten == 3 and third == first  # only hashes found in this build's pages reach the policy

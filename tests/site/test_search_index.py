@@ -7,6 +7,8 @@ import random
 import zlib
 from pathlib import Path
 
+import pytest
+
 from llmsite.mkdocs import search_index as hook
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +63,27 @@ def test_an_index_over_budget_is_cut_to_fit_and_keeps_titles() -> None:
     for doc in bigger["docs"]:
         doc["text"] = doc["text"][: cap + 1]
     assert len(zlib.compress(hook._dump(bigger), 6)) > budget
+
+
+@pytest.mark.parametrize("fraction", [0.02, 0.1, 0.5, 0.9, 0.999])
+def test_the_cap_is_the_largest_that_fits_for_any_budget(fraction: float) -> None:
+    """The interpolation search ends where bisection would: cap fits, cap + 1 does not (or 0 when nothing fits)."""
+    data = synthetic_index(150, seed=3)
+    budget = int(len(zlib.compress(data, 6)) * fraction)
+    out, cap = hook.fit_budget(data, budget)
+    assert cap is not None
+    docs = json.loads(data)["docs"]
+
+    def gzip_at(c: int) -> int:
+        index = json.loads(data)
+        for doc, original in zip(index["docs"], docs, strict=True):
+            doc["text"] = original["text"][:c]
+        return len(zlib.compress(hook._dump(index), 6))
+
+    assert out == hook._dump({**json.loads(data), "docs": [{**d, "text": d["text"][:cap]} for d in docs]})
+    if cap > 0:
+        assert gzip_at(cap) <= budget
+    assert gzip_at(cap + 1) > budget
 
 
 def test_the_real_site_index_is_compact_utf8_and_within_budget(built_site) -> None:
