@@ -30,6 +30,7 @@ from llmsite.mkdocs.vendor import check_katex
 
 log = logging.getLogger("mkdocs.plugins.llmsite")
 MEMO_DIR = paths.CACHE / "content"  # the articles' checks from the previous build (llmsite.content.memo)
+SEARCH_MEMO = paths.CACHE / "search"  # the rewritten search index, by the digest of Material's (search_index)
 CSP_HASHES = paths.CACHE / "csp" / "hashes.json"  # the inline scripts the previous build found (llmsite.mkdocs.csp)
 
 
@@ -138,7 +139,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         site_dir = Path(config["site_dir"])
         feed.write(self._site(), config)
         if not self.serving:  # a published index is compacted and kept within its budget; the preview's need not be
-            search_index.rewrite(site_dir, self.config.search_index_budget_kb)
+            search_index.rewrite(site_dir, self.config.search_index_budget_kb, SEARCH_MEMO)
         if self.csp is not None:
             rewritten = self.csp.finish(site_dir)
             log.debug("content security policy: %d pages rewritten (none when the guess was right)", rewritten)

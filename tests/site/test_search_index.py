@@ -91,3 +91,35 @@ def test_the_real_site_index_is_compact_utf8_and_within_budget(built_site) -> No
     assert hook._dump(json.loads(raw)) == raw  # compact UTF-8, no \\uXXXX escapes
     assert "注意力".encode() in raw
     assert len(zlib.compress(raw, 6)) < 600_000
+
+
+def test_the_rewritten_index_is_remembered_by_its_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm build reads the result back (no fit_budget call); changed input or budget is computed afresh."""
+    site, memo = tmp_path / "site", tmp_path / "cache" / "search"
+    index = site / hook.INDEX
+    index.parent.mkdir(parents=True)
+    escaped = json.dumps(json.loads(synthetic_index(60)), ensure_ascii=True).encode()
+    budget_kb = len(zlib.compress(escaped, 6)) // 3000
+    index.write_bytes(escaped)
+    hook.rewrite(site, budget_kb, memo)
+    first = index.read_bytes()
+    assert first != escaped and len(zlib.compress(first, 6)) <= budget_kb * 1000
+
+    calls = []
+    real_fit = hook.fit_budget
+    monkeypatch.setattr(hook, "fit_budget", lambda data, budget: calls.append(budget) or real_fit(data, budget))
+    index.write_bytes(escaped)  # Material writes the same index again
+    hook.rewrite(site, budget_kb, memo)
+    assert index.read_bytes() == first and calls == []
+    index.write_bytes(escaped)
+    hook.rewrite(site, budget_kb, None)  # no memo: the same bytes, computed
+    assert index.read_bytes() == first and calls == [budget_kb * 1000]
+
+    index.write_bytes(escaped)
+    hook.rewrite(site, budget_kb + 5, memo)  # another budget: another result
+    assert len(calls) == 2 and len(zlib.compress(index.read_bytes(), 6)) <= (budget_kb + 5) * 1000
+    changed = json.dumps(json.loads(synthetic_index(60, seed=1)), ensure_ascii=True).encode()
+    index.write_bytes(changed)
+    hook.rewrite(site, budget_kb, memo)
+    assert len(calls) == 3 and index.read_bytes() != first
+    assert len(list(memo.glob("*.json"))) == 3
