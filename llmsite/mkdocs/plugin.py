@@ -107,10 +107,12 @@ class SitePlugin(BasePlugin[SiteConfig]):
         if self.dates is not None:
             self.dates.apply(page, site.by_uri(page.file.src_uri))
         if self.listings is not None:
-            markdown = self.listings.expand(markdown, page.file.src_uri)
+            markdown = self.listings.expand(markdown, page.file.src_uri, defer=True)
         return self.figures.expand(markdown, page)
 
     def on_page_content(self, html: str, *, page: Any, config: Any, files: Any) -> str:
+        if self.listings is not None:
+            html = self.listings.fill(html, page.file.src_uri)
         return self.labs.page_content(html, page, files)
 
     def on_page_context(self, context: Any, *, page: Any, config: Any, nav: Any) -> Any:
