@@ -32,6 +32,7 @@ from llmsite import atomic
 _CHARSET = re.compile(r"<meta charset=[\"']?utf-8[\"']?\s*/?>", re.I)
 _SCRIPT = re.compile(r"<script(?P<attrs>(?:\s[^>]*)?)>(?P<body>.*?)</script\s*>", re.S | re.I)
 _TYPE = re.compile(r"""\stype\s*=\s*["']?(?P<type>[^"'\s>]+)""", re.I)
+_HASH = re.compile(r"'sha256-[A-Za-z0-9+/]+=*'")  # a source expression as inline_script_hashes writes it
 _JS_TYPES = {"", "text/javascript", "application/javascript", "module", "text/ecmascript"}
 
 
@@ -119,4 +120,5 @@ def _read_hashes(store: Path) -> list[str]:
         hashes = json.loads(store.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    return [h for h in hashes if isinstance(h, str)] if isinstance(hashes, list) else []
+    # a damaged or edited cache must not put anything but hashes into the pages, even until finish corrects them
+    return [h for h in hashes if isinstance(h, str) and _HASH.fullmatch(h)] if isinstance(hashes, list) else []

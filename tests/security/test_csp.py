@@ -103,6 +103,10 @@ def test_a_wrong_or_missing_guess_is_corrected_and_a_right_one_writes_nothing(tm
         assert sorted(found[0].split("script-src ")[1].split(";")[0].split()[1:]) == sorted(hashes), rel
     second, rewritten = _build(tmp_path / "second", store)  # the previous build's hashes: nothing to correct
     assert rewritten == 0 and second == first
-    store.write_text(json.dumps(["'sha256-stale='", "'unsafe-inline'"]), encoding="utf-8")  # stale (or tampered)
+    tampered = ["'sha256-stale='", "'unsafe-inline'", '\'sha256-x="><script>alert(1)</script>\'']
+    store.write_text(json.dumps(tampered), encoding="utf-8")  # stale, or edited
+    guess = csp.Policy({"extra": {}}, store).guess_meta
+    scripts = guess.split("script-src ")[1].split(";")[0]
+    assert scripts == "'self' 'sha256-stale='" and "<script" not in guess
     third, rewritten = _build(tmp_path / "third", store)
     assert rewritten == 3 and third == first  # only hashes found in this build's pages reach the policy
