@@ -110,15 +110,8 @@ class _Kept:
         return self.prefix[shorter] + cap * (len(self.lengths) - shorter)
 
     def cap_for(self, target: float) -> int:
-        """The largest cap keeping at most ``target`` characters."""
-        low, high = 0, self.longest
-        while low < high:
-            mid = (low + high + 1) // 2
-            if self(mid) <= target:
-                low = mid
-            else:
-                high = mid - 1
-        return low
+        """The largest cap keeping at most ``target`` characters (the count only grows with the cap)."""
+        return max(bisect.bisect_right(range(self.longest + 1), target, key=self) - 1, 0)
 
 
 def rewrite(site_dir: Path, budget_kb: int, memo: Path | None = None) -> None:
