@@ -28,7 +28,7 @@ from .common import PYTHON, BenchError, Samples, Workspace, free_port, load_aver
 PAGE = "articles/transformer-attention/"
 POLL = 0.05
 SETTLE = 1.5  # seconds of quiet after a change is served, before the next save
-_BUILT = re.compile(r"Documentation built in ([\d.]+) seconds")
+_BUILT = re.compile(r"Documentation built in ([\d.]+) seconds")  # MkDocs' CLI drops a repeated message: not a count
 
 
 def fetch(url: str) -> str | None:

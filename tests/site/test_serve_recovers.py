@@ -12,6 +12,7 @@ an unknown author): the preview shows the new text with a banner on every page n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -46,11 +47,25 @@ def _get(url: str) -> tuple[int, str]:
         return 0, str(exc)
 
 
+def _descendants(pid: int) -> str:
+    """``ps`` lines of ``pid`` and every process under it (the build's workers run in sessions of their own)."""
+    rows = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,etime=,time=,stat=,args="],
+                          capture_output=True, text=True, check=False).stdout.splitlines()
+    tree, lines = {pid}, []
+    for row in rows:  # ps lists parents before their children
+        fields = row.split(None, 2)
+        if len(fields) == 3 and fields[1].isdigit() and (int(fields[0]) in tree or int(fields[1]) in tree):
+            tree.add(int(fields[0]))
+            lines.append(row.strip()[:300])
+    return "\n".join(lines)
+
+
 class Server:
     def __init__(self, root: Path, log: Path) -> None:
         self.root, self.log_path, self.port = root, log, _free_port()
+        # PYTHONFAULTHANDLER: when a wait times out, SIGABRT makes the server print every thread's stack
         env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "LLM_SITE_CACHE": str(root / ".cache"),
-               "SITE_URL": f"http://127.0.0.1:{self.port}/"}
+               "SITE_URL": f"http://127.0.0.1:{self.port}/", "PYTHONFAULTHANDLER": "1"}
         self._log = log.open("w", encoding="utf-8")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{self.port}"],
@@ -69,7 +84,25 @@ class Server:
                 return text
             assert self.proc.poll() is None, f"mkdocs serve exited:\n{self.log()[-3000:]}"
             time.sleep(0.5)
-        raise AssertionError(f"{needle!r} not in the serve log within {timeout:.0f} s:\n{self.log()[after:][-3000:]}")
+        raise AssertionError(f"{needle!r} not in the serve log within {timeout:.0f} s:\n{self.diagnose(after)}")
+
+    def wait_built(self, after: int, timeout: float) -> str:
+        """Wait until a rebuild that started after ``after`` has finished and been served.
+
+        Not by "Documentation built in X s": MkDocs' CLI puts a duplicate filter on that logger, so the line is
+        dropped whenever a build takes as long (to 1/100 s) as an earlier one. livereload's own lines are not
+        filtered: "Building documentation..." when a rebuild starts, "Reloading browsers" when it succeeded."""
+        text = self.wait_log("Building documentation...", after, timeout)
+        start = after + text.index("Building documentation...")
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            text = self.log()[start:]
+            if "Reloading browsers" in text:
+                return text
+            assert "An error happened during the rebuild" not in text, text[-3000:]
+            assert self.proc.poll() is None, f"mkdocs serve exited:\n{self.log()[-3000:]}"
+            time.sleep(0.5)
+        raise AssertionError(f"the rebuild did not finish within {timeout:.0f} s:\n{self.diagnose(start)}")
 
     def wait_page(self, path: str, needle: str, timeout: float) -> None:
         end = time.monotonic() + timeout
@@ -79,7 +112,20 @@ class Server:
             if status == 200 and needle in body:
                 return
             time.sleep(0.5)
-        raise AssertionError(f"{path} never showed {needle!r}; last response: {body[:300]}\n{self.log()[-2000:]}")
+        raise AssertionError(f"{path} never showed {needle!r}; last response: {body[:300]}\n{self.diagnose(0)}")
+
+    def diagnose(self, after: int) -> str:
+        """What a timed-out wait reports: the processes the server started, the log since ``after`` and, if
+        the server still runs, the stack of each of its threads (it is stopped with SIGABRT to print them)."""
+        ps = _descendants(self.proc.pid)
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=20)
+        text = self.log()
+        stacks = text.find("Fatal Python error", after)
+        shown = text[after:][-6000:] if stacks < 0 else text[after:stacks][-4000:] + "\n" + text[stacks:][:30000]
+        return f"processes of the server:\n{ps}\nlog (full: {self.log_path}):\n{shown}"
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -124,7 +170,7 @@ def test_serve_reports_a_broken_figure_and_lab_and_recovers(built_site: BuiltSit
         assert status == 200 and "测试：图坏了" in body and f"{FIGURE_MODULE}:{line}" in body
         mark = len(server.log())
         module.write_text(good, encoding="utf-8")
-        server.wait_log("Documentation built", mark, timeout=600)
+        server.wait_built(mark, timeout=600)
         server.wait_page("articles/transformer-attention/", "attention-weights.light.svg", timeout=60)
         assert "生成失败" not in _get(server.base + "articles/transformer-attention/")[1]
 
@@ -137,13 +183,13 @@ def test_serve_reports_a_broken_figure_and_lab_and_recovers(built_site: BuiltSit
                        encoding="utf-8")
         text = server.wait_log("测试：实验坏了", mark, timeout=600)
         assert "attention_lab" in text, text[-3000:]
-        server.wait_log("Documentation built", mark, timeout=600)  # the rest of the site is rebuilt and served
+        server.wait_built(mark, timeout=600)  # the rest of the site is rebuilt and served
         status, _ = _get(server.base)
         assert status == 200
         server.wait_page("labs/attention_lab/", "测试：实验坏了", timeout=60)  # the error where the lab goes
         mark = len(server.log())
         lab.write_text(good_lab, encoding="utf-8")
-        server.wait_log("Documentation built", mark, timeout=900)
+        server.wait_built(mark, timeout=900)
         status, body = _get(server.base + "labs/attention_lab/")
         assert status == 200 and "执行失败" not in body
 
@@ -175,7 +221,7 @@ def test_serve_reports_a_broken_figure_and_lab_and_recovers(built_site: BuiltSit
             context.close()
         mark = len(server.log())
         article.write_text(good_article, encoding="utf-8")
-        server.wait_log("Documentation built", mark, timeout=300)
+        server.wait_built(mark, timeout=300)
         for url in (ARTICLE_URL, ""):
             status, body = _get(server.base + url)
             assert status == 200 and "data-llm-build-problems" not in body and "编辑标记123" not in body, url
