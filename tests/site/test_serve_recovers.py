@@ -76,12 +76,14 @@ class Server:
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
-    def wait_log(self, needle: str, after: int, timeout: float) -> str:
+    def wait_log(self, needle: str, after: int, timeout: float, fail: str | None = None) -> str:
+        """The log from ``after`` on, once ``needle`` is in it; an assertion error at once if ``fail`` is."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             text = self.log()[after:]
             if needle in text:
                 return text
+            assert fail is None or fail not in text, text[-3000:]
             assert self.proc.poll() is None, f"mkdocs serve exited:\n{self.log()[-3000:]}"
             time.sleep(0.5)
         raise AssertionError(f"{needle!r} not in the serve log within {timeout:.0f} s:\n{self.diagnose(after)}")
@@ -92,17 +94,10 @@ class Server:
         Not by "Documentation built in X s": MkDocs' CLI puts a duplicate filter on that logger, so the line is
         dropped whenever a build takes as long (to 1/100 s) as an earlier one. livereload's own lines are not
         filtered: "Building documentation..." when a rebuild starts, "Reloading browsers" when it succeeded."""
-        text = self.wait_log("Building documentation...", after, timeout)
-        start = after + text.index("Building documentation...")
         end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            text = self.log()[start:]
-            if "Reloading browsers" in text:
-                return text
-            assert "An error happened during the rebuild" not in text, text[-3000:]
-            assert self.proc.poll() is None, f"mkdocs serve exited:\n{self.log()[-3000:]}"
-            time.sleep(0.5)
-        raise AssertionError(f"the rebuild did not finish within {timeout:.0f} s:\n{self.diagnose(start)}")
+        start = after + self.wait_log("Building documentation...", after, timeout).index("Building documentation...")
+        return self.wait_log("Reloading browsers", start, end - time.monotonic(),
+                             fail="An error happened during the rebuild")
 
     def wait_page(self, path: str, needle: str, timeout: float) -> None:
         end = time.monotonic() + timeout
