@@ -5,12 +5,15 @@
 code/attention.py 的 scaled_dot_product_attention；拆头、合头与 MultiHeadAttention.forward 相同。
 tests/code/test_kv_cache.py 检查这条路径和完整重算给出同样的 logits 与同样的词元。
 
-本文件还数清楚两笔账：每一步要做多少次乘加（forward_macs），缓存要占多少字节（kv_cache_bytes）。
+本文件还数清楚几笔账：每一步要做多少次乘加（forward_macs；常规写法的重算见 recompute_step_macs），
+缓存要占多少字节（kv_cache_bytes），解码一步至少要从显存读多少字节（decode_step_bytes）。
+另有束搜索（beam_search）：每一步保留几条最好的候选，缓存的行跟着候选重新排列。
 参数或形状不对时抛出 ValueError，检查的代码在文件末尾。
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -136,6 +139,90 @@ def generate(model: TinyTransformer, prompt: Tensor, max_new_tokens: int, *, use
 # --8<-- [end:generate]
 
 
+@dataclass
+class Beam:
+    """beam_search 的一条结果。tokens: 生成的词元（不含提示）；log_prob: 这些词元的对数概率之和；
+    score: 排序用的分数（长度惩罚之后）；finished: 是否以 eos_id 结束（否则是写满了 max_new_tokens）。"""
+
+    tokens: list[int]
+    log_prob: float
+    score: float
+    finished: bool
+
+
+# --8<-- [start:beam]
+def length_normalized(log_prob: float, length: int, length_penalty: float) -> float:
+    """束搜索排序用的分数：对数概率之和除以 长度 ** length_penalty。
+
+    length_penalty = 0 不做归一化：对数概率是负的，越长越小，所以偏爱短的序列；= 1 就是每个词元的平均。
+    """
+    return log_prob / length**length_penalty
+
+
+def reorder_cache(cache: KVCache, rows: Tensor) -> None:
+    """让缓存的第 i 行换成原来的第 rows[i] 行：候选换了「祖先」，它的 K、V 也要跟着换。"""
+    cache.k = [k.index_select(0, rows) for k in cache.k]
+    cache.v = [v.index_select(0, rows) for v in cache.v]
+
+
+@torch.no_grad()
+def beam_search(model: TinyTransformer, prompt: Tensor, beam_width: int, max_new_tokens: int, *,
+                length_penalty: float = 1.0, eos_id: int | None = None) -> list[Beam]:
+    """束搜索：每一步只保留对数概率之和最高的 beam_width 条候选，接着 prompt (1, T_prompt) 往下写。
+
+    生成了 eos_id 的候选就此结束，放进结果里；其余的写到 max_new_tokens 个词元为止。
+    返回至多 beam_width 条结果，按 score（见 length_normalized）从高到低排好。beam_width = 1 就是贪心解码。
+    """
+    check_beam_args(model, prompt, beam_width, max_new_tokens, length_penalty, eos_id)
+    model.eval()
+    cache = KVCache.for_model(model, 1)
+    logits = forward_with_cache(model, prompt, cache)[:, -1]  # 预填充：(1, V)，此时只有一条候选
+    alive, alive_lp = [[]], torch.zeros(1, dtype=torch.float64)  # 活着的候选（已生成的词元）和它们的对数概率之和
+    results: list[Beam] = []
+    for step in range(max_new_tokens):
+        V = logits.size(-1)
+        total = alive_lp[:, None] + torch.log_softmax(logits.double(), dim=-1)  # (候选数, V)：每条候选接上每个词元
+        top = total.flatten().topk(min(2 * beam_width, total.numel()))  # 多取一倍：其中一些可能以 eos 结束
+        keep, rows = [], []
+        for rank, (value, index) in enumerate(zip(top.values.tolist(), top.indices.tolist(), strict=True)):
+            row, token = divmod(index, V)
+            seq = alive[row] + [token]
+            if token == eos_id:
+                if rank < beam_width:  # 排进前 beam_width 名的结束候选才算数
+                    results.append(Beam(seq, value, length_normalized(value, len(seq), length_penalty), True))
+            else:
+                keep.append((seq, value))
+                rows.append(row)
+                if len(keep) == beam_width:
+                    break
+        if not keep:
+            break
+        if step == max_new_tokens - 1:  # 写满了：活着的候选也作为结果
+            results += [Beam(s, v, length_normalized(v, len(s), length_penalty), False) for s, v in keep]
+            break
+        reorder_cache(cache, torch.tensor(rows, device=prompt.device))
+        alive = [s for s, _ in keep]
+        alive_lp = torch.tensor([v for _, v in keep], dtype=torch.float64)
+        new = torch.tensor([[s[-1]] for s in alive], device=prompt.device)  # 每条候选只送最后一个词元
+        logits = forward_with_cache(model, new, cache)[:, -1]
+    results.sort(key=lambda b: b.score, reverse=True)
+    return results[:beam_width]
+# --8<-- [end:beam]
+
+
+@torch.no_grad()
+def sequence_log_prob(model: TinyTransformer, prompt: Tensor, tokens: list[int]) -> float:
+    """接在 prompt (1, T_prompt) 之后写出 tokens 的对数概率之和（完整前向，不用缓存），用来核对各种解码的结果。"""
+    check_model(model)
+    check_tokens("prompt", prompt, model.cfg)
+    if prompt.size(0) != 1 or not tokens:
+        raise ValueError("prompt 应为一条序列 (1, T_prompt)，tokens 至少一个词元")
+    full = torch.cat([prompt, torch.tensor([tokens], device=prompt.device)], dim=1)
+    check_tokens("prompt + tokens", full[:, :-1], model.cfg)
+    logp = torch.log_softmax(model(full[:, :-1]).double(), dim=-1)[0, prompt.size(1) - 1:]
+    return logp.gather(-1, torch.tensor(tokens, device=prompt.device)[:, None]).sum().item()
+
+
 # --8<-- [start:macs]
 def forward_macs(cfg: TinyConfig, n_new: int, n_cached: int = 0) -> int:
     """一条序列的一次前向要做多少次乘加（只数矩阵乘法，1 次乘加 = 2 次浮点运算）。
@@ -171,6 +258,63 @@ def generation_macs(cfg: TinyConfig, prompt_len: int, max_new_tokens: int, use_c
         else:
             steps.append(forward_macs(cfg, 1, length - 1))  # 只送上一步生成的那个词元
     return steps
+
+
+def recompute_step_macs(cfg: TinyConfig, t: int) -> int:
+    """不用缓存、按常规写法从头算时，序列已有 t 个词元、要算下一个词元的乘加次数。
+
+    和 forward_macs(cfg, t) 的区别有两处：因果注意力只算打分矩阵的下三角（位置 i 只和前 i 个键做点积，
+    各层合计 t (t + 1) d），logits 也只算最后一个位置。forward_macs(cfg, t) 数的是本文代码的实际做法：
+    完整的 t × t 打分矩阵，每个位置都算 logits。
+    """
+    check_macs_args(cfg, t, 0)
+    d, L, V = cfg.d_model, cfg.n_layers, cfg.vocab_size
+    per_layer = (4 + (8 if cfg.mlp else 0)) * d * d * t + t * (t + 1) * d  # 投影与 MLP；下三角的打分和加权求和
+    return L * per_layer + d * V  # 只有最后一个位置的 logits
+
+
+# --8<-- [start:bytes]
+def weight_bytes(cfg: TinyConfig, bytes_per_value: int = 2) -> int:
+    """参与矩阵乘法的权重占多少字节：每层 q、k、v 和输出投影 4 d²，前馈网络 8 d²，再加输出矩阵 d V。
+
+    和 forward_macs 数的是同一批矩阵。偏置、LayerNorm 和嵌入表不算：它们很小，生成一个词元也只从嵌入表取一行。
+    """
+    check_macs_args(cfg, 1, 0)
+    check_int("bytes_per_value", bytes_per_value, minimum=1)
+    d = cfg.d_model
+    per_layer = (4 + (8 if cfg.mlp else 0)) * d * d
+    return (cfg.n_layers * per_layer + d * cfg.vocab_size) * bytes_per_value
+
+
+def decode_step_bytes(cfg: TinyConfig, t: int, batch_size: int = 1, bytes_per_value: int = 2) -> int:
+    """带缓存生成一个词元的这一步，至少要从显存读多少字节（序列算上新词元共 t 个位置）。
+
+    每个权重矩阵都要读一遍（批里的序列共用这一遍），每条序列还要读缓存里全部 t 个位置的 K、V。
+    """
+    check_int("t", t, minimum=1)
+    check_int("batch_size", batch_size, minimum=1)
+    c = cfg
+    cache = kv_cache_bytes(c.n_layers, c.n_heads, c.d_model // c.n_heads, t, batch_size, bytes_per_value)
+    return weight_bytes(cfg, bytes_per_value) + cache
+
+
+def roofline_seconds(macs: int, nbytes: int, peak_flops: float, bandwidth: float) -> float:
+    """耗时的下限：2·macs 次浮点运算至少要 2·macs / peak_flops 秒，读 nbytes 字节至少要 nbytes / bandwidth 秒。
+
+    两件事都得做完，所以取较大的那个。实际的程序达不到峰值，只会更慢。peak_flops: 次/秒；bandwidth: 字节/秒。
+    """
+    check_int("macs", macs)
+    check_int("nbytes", nbytes)
+    for name, value in (("peak_flops", peak_flops), ("bandwidth", bandwidth)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < math.inf):
+            raise ValueError(f"{name} 应为有限的正数，收到 {value!r}")
+    return max(2 * macs / peak_flops, nbytes / bandwidth)
+
+
+# NVIDIA A100 80GB SXM 的数据手册：bf16 稠密矩阵乘法峰值 312 TFLOPS，显存带宽 2039 GB/s
+A100_PEAK_FLOPS = 312e12
+A100_BANDWIDTH = 2039e9
+# --8<-- [end:bytes]
 
 
 # --8<-- [start:memory]
@@ -272,6 +416,26 @@ def check_macs_args(cfg: TinyConfig, n_new: int, n_cached: int) -> None:
     check_int("n_cached", n_cached)
 
 
+def check_beam_args(model: TinyTransformer, prompt: Tensor, beam_width: int, max_new_tokens: int,
+                    length_penalty: float, eos_id: int | None) -> None:
+    check_model(model)
+    check_tokens("prompt", prompt, model.cfg)
+    if prompt.size(0) != 1:
+        raise shape_error("prompt", "(1, T_prompt)：束搜索一次只处理一条提示", prompt.shape)
+    check_int("beam_width", beam_width, minimum=1)
+    n = check_int("max_new_tokens", max_new_tokens, minimum=1)
+    if prompt.size(1) + n - 1 > model.cfg.max_len:
+        raise ValueError(f"提示长 {prompt.size(1)}，再生成 {n} 个词元，模型要处理 {prompt.size(1) + n - 1} 个位置，"
+                         f"超过了 max_len = {model.cfg.max_len}")
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or not (
+            math.isfinite(length_penalty)):
+        raise ValueError(f"length_penalty 应为有限的实数（0 不归一化，1 按平均每个词元），收到 {length_penalty!r}")
+    if eos_id is not None:
+        check_int("eos_id", eos_id)
+        if eos_id >= model.cfg.vocab_size:
+            raise ValueError(f"eos_id 应在 0 到 vocab_size - 1 = {model.cfg.vocab_size - 1} 之间，收到 {eos_id}")
+
+
 if __name__ == "__main__":
     torch.manual_seed(0)
     cfg = TinyConfig(mlp=True, positions="learned")
@@ -289,6 +453,11 @@ if __name__ == "__main__":
     for t in (1, 1024):
         print(f"GPT-2 small 形状，序列长 {t} 时生成下一个词元：不用缓存 {forward_macs(gpt2, t):,} 次乘加，"
               f"用缓存 {forward_macs(gpt2, 1, t - 1):,} 次")
+    for beam in beam_search(model, prompt, 3, 8):
+        print(f"束搜索（束宽 3）: {beam.tokens}  对数概率 {beam.log_prob:.3f}")
+    print(f"  贪心的对数概率 {sequence_log_prob(model, prompt, generate(model, prompt, 8).tokens[0, 4:].tolist()):.3f}")
+    print(f"GPT-2 small 形状、序列长 1024：常规写法不用缓存 {recompute_step_macs(gpt2, 1024):,} 次乘加；"
+          f"用缓存的一步读 {decode_step_bytes(gpt2, 1024) / 2**20:.1f} MiB（float16）")
     size = kv_cache_bytes(12, 12, 64, 1024)
     print(f"GPT-2 small 一条 1024 个词元的序列，float16 的 KV 缓存 {size:,} 字节 = {size / 2**20:.0f} MiB")
     try:

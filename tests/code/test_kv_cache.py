@@ -4,22 +4,36 @@
   每一步的 logits 在 float32 下相差不超过 1e-5、float64 下不超过 1e-10；
 - attend_with_cache 与 PyTorch 的 nn.MultiheadAttention（装入相同的权重、加因果掩码）逐位置对照；
 - forward_macs / generation_macs 与 torch.utils.flop_counter.FlopCounterMode 数出的矩阵乘法运算量对照；
+  recompute_step_macs（常规写法的重算：因果注意力只算下三角、只算最后一个位置的 logits）也一样；
+- 束搜索：束宽 1 就是贪心；束宽不小于候选总数时等于穷举（和枚举全部序列的排名逐条相同）；
+  结果按分数排好，对数概率与完整前向算出的相同；
+- 每步读多少字节：weight_bytes 与模型里矩阵的参数个数、decode_step_bytes 与 KVCache 实际分配的字节数对照；
 - 形状、参数不对时抛出 ValueError。
 """
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 from attention import causal_mask
 from kv_cache import (
+    A100_BANDWIDTH,
+    A100_PEAK_FLOPS,
     KVCache,
     attend_with_cache,
+    beam_search,
+    decode_step_bytes,
     forward_macs,
     forward_with_cache,
     generate,
     generation_macs,
     kv_cache_bytes,
+    recompute_step_macs,
+    roofline_seconds,
+    sequence_log_prob,
+    weight_bytes,
 )
 from multi_head_attention import MultiHeadAttention
 from tiny_transformer import TinyConfig, TinyTransformer
@@ -321,3 +335,189 @@ def test_counting_functions_reject() -> None:
         kv_cache_bytes(1, 0, 1, 1)
     with pytest.raises(ValueError, match="bytes_per_value"):
         kv_cache_bytes(1, 1, 1, 1, bytes_per_value=0.5)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- beam search
+
+
+BEAM_CFG = TinyConfig(vocab_size=4, d_model=8, n_heads=2, n_layers=2, max_len=8, mlp=True, positions="learned")
+
+
+def sharp_model(seed: int) -> TinyTransformer:
+    """词表只有 4 个词元的小模型；输出矩阵放大 4 倍，让各个序列的概率拉开，不会有并列。"""
+    model = make_model(BEAM_CFG, seed=seed)
+    with torch.no_grad():
+        model.unembed.weight.mul_(4)
+        model.unembed.bias.mul_(4)
+    return model
+
+
+def reference_log_prob(model: TinyTransformer, prompt: torch.Tensor, tokens: tuple[int, ...]) -> float:
+    """不经过 code/kv_cache.py：一次完整前向，逐个位置取 log_softmax（float64）。"""
+    full = torch.cat([prompt, torch.tensor([tokens])], dim=1)
+    with torch.no_grad():
+        logp = torch.log_softmax(model(full[:, :-1]).double(), dim=-1)[0, prompt.size(1) - 1:]
+    return sum(logp[i, t].item() for i, t in enumerate(tokens))
+
+
+def all_hypotheses(V: int, n: int, eos_id: int | None) -> list[tuple[int, ...]]:
+    """束搜索可能给出的全部结果：写满 n 个词元且中间没有 eos，或者在第一个 eos 处结束。"""
+    out = []
+    for length in range(1, n + 1):
+        for seq in itertools.product(range(V), repeat=length):
+            if eos_id is not None and eos_id in seq[:-1]:
+                continue
+            if length < n and seq[-1] != eos_id:
+                continue
+            out.append(seq)
+    return out
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_beam_width_one_is_greedy(name: str) -> None:
+    cfg = CONFIGS[name]
+    model = make_model(cfg)
+    for seed in range(3):
+        prompt = prompt_for(cfg, batch=1, length=4, seed=seed)
+        greedy_tokens = generate(model, prompt, 12).tokens[0, 4:].tolist()
+        (best,) = beam_search(model, prompt, 1, 12)
+        assert best.tokens == greedy_tokens and not best.finished
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("eos_id", [None, 0])
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0, 2.0])
+def test_wide_beam_is_exhaustive(seed: int, eos_id: int | None, length_penalty: float) -> None:
+    """束宽不小于候选的总数时，束搜索就是穷举：结果和枚举全部序列、按分数排出的前几名完全相同。"""
+    model = sharp_model(seed)
+    prompt = prompt_for(BEAM_CFG, batch=1, length=2, seed=seed)
+    n = 4
+    hyps = all_hypotheses(BEAM_CFG.vocab_size, n, eos_id)
+    scored = sorted(((reference_log_prob(model, prompt, h) / len(h) ** length_penalty, h) for h in hyps),
+                    reverse=True)
+    width = 2 * len(hyps)
+    beams = beam_search(model, prompt, width, n, length_penalty=length_penalty, eos_id=eos_id)
+    assert [tuple(b.tokens) for b in beams] == [h for _, h in scored]
+    assert [b.score for b in beams] == pytest.approx([s for s, _ in scored], abs=1e-5)  # float32：带缓存与完整前向的舍入不同
+
+
+def test_length_penalty_changes_the_winner() -> None:
+    """同一个模型，length_penalty = 0 偏爱短的结果，= 1 按平均每个词元比较：至少有一个种子让两者选得不同。"""
+    differ = []
+    for seed in range(12):
+        model = sharp_model(seed)
+        prompt = prompt_for(BEAM_CFG, batch=1, length=2, seed=seed)
+        short, mean = (beam_search(model, prompt, 64, 4, length_penalty=a, eos_id=0)[0] for a in (0.0, 1.0))
+        assert len(short.tokens) <= len(mean.tokens)
+        differ.append(short.tokens != mean.tokens)
+    assert any(differ)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_beams_are_sorted_and_scored_by_their_log_prob(name: str) -> None:
+    cfg = CONFIGS[name]
+    model = make_model(cfg)
+    prompt = prompt_for(cfg, batch=1, length=3)
+    for eos_id, alpha in ((None, 1.0), (5, 0.0), (5, 0.7)):
+        beams = beam_search(model, prompt, 5, 10, length_penalty=alpha, eos_id=eos_id)
+        assert len(beams) == 5
+        scores = [b.score for b in beams]
+        assert scores == sorted(scores, reverse=True)
+        for b in beams:
+            assert b.log_prob == pytest.approx(reference_log_prob(model, prompt, tuple(b.tokens)), abs=1e-4)
+            assert b.log_prob == pytest.approx(sequence_log_prob(model, prompt, b.tokens), abs=1e-4)
+            assert b.score == pytest.approx(b.log_prob / len(b.tokens) ** alpha)
+            assert b.finished == (b.tokens[-1] == eos_id)
+            assert eos_id not in b.tokens[:-1]
+            assert b.finished or len(b.tokens) == 10
+
+
+def test_beam_search_rejects() -> None:
+    cfg = CONFIGS["MLP + 可学习位置"]
+    model = make_model(cfg)
+    prompt = prompt_for(cfg, batch=1, length=4)
+    with pytest.raises(ValueError, match="束搜索一次只处理一条提示"):
+        beam_search(model, prompt_for(cfg, batch=2), 2, 3)
+    with pytest.raises(ValueError, match="beam_width"):
+        beam_search(model, prompt, 0, 3)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        beam_search(model, prompt, 2, 0)
+    with pytest.raises(ValueError, match="max_len"):
+        beam_search(model, prompt, 2, cfg.max_len)
+    with pytest.raises(ValueError, match="length_penalty"):
+        beam_search(model, prompt, 2, 3, length_penalty=float("nan"))
+    with pytest.raises(ValueError, match="eos_id"):
+        beam_search(model, prompt, 2, 3, eos_id=cfg.vocab_size)
+    with pytest.raises(ValueError, match="model"):
+        beam_search(nn.Linear(2, 2), prompt, 2, 3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="tokens"):
+        sequence_log_prob(model, prompt, [])
+
+
+# ---------------------------------------------------------------- the ordinary no-cache count, and bytes read
+
+
+def causal_rows_macs(cfg: TinyConfig, t: int) -> int:
+    """常规写法的一次重算，交给 FlopCounterMode 数：投影和 MLP 用 PyTorch 的 nn.Linear 算全部 t 个位置，
+    注意力一行一行地算（第 i 个查询只和前 i 个键），logits 只算最后一个位置。"""
+    d, H = cfg.d_model, cfg.n_heads
+    with torch.device("meta"):
+        qkv, out, up, down, unembed = (nn.Linear(d, 3 * d), nn.Linear(d, d), nn.Linear(d, 4 * d),
+                                       nn.Linear(4 * d, d), nn.Linear(d, cfg.vocab_size))
+
+    def run() -> None:
+        x = torch.randn(1, t, d)
+        for _ in range(cfg.n_layers):
+            q, k, v = (z.view(1, t, H, d // H).transpose(1, 2) for z in qkv(x).chunk(3, dim=-1))
+            rows = [nn.functional.scaled_dot_product_attention(q[:, :, i:i + 1], k[:, :, :i + 1], v[:, :, :i + 1])
+                    for i in range(t)]
+            x = out(torch.cat(rows, dim=2).transpose(1, 2).reshape(1, t, d))
+            if cfg.mlp:
+                x = down(nn.functional.gelu(up(x)))
+        unembed(x[:, -1:])
+
+    with FlopCounterMode(display=False) as counter, torch.device("meta"):
+        run()
+    return counter.get_total_flops() // 2
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_recompute_step_macs_matches_flop_counter(name: str) -> None:
+    cfg = CONFIGS[name]
+    for t in (1, 2, 5, 17):
+        assert recompute_step_macs(cfg, t) == causal_rows_macs(cfg, t)
+        assert recompute_step_macs(cfg, t) <= forward_macs(cfg, t)
+    # 一层、d = 2、V = 3、不带 MLP，t = 4：投影 4·2·2·4 = 64，下三角的打分和加权求和 2·(1+2+3+4)·2 = 40，logits 2·3 = 6
+    assert recompute_step_macs(TinyConfig(vocab_size=3, d_model=2, n_heads=1, n_layers=1, max_len=8), 4) == 110
+
+
+def test_weight_and_decode_bytes() -> None:
+    for cfg in CONFIGS.values():
+        model = make_model(cfg)
+        skip = {id(model.embed.weight)} | ({id(model.pos.embedding.weight)} if model.pos is not None else set())
+        matrices = sum(p.numel() for p in model.parameters() if p.dim() == 2 and id(p) not in skip)
+        assert weight_bytes(cfg, 4) == 4 * matrices
+        d_head = cfg.d_model // cfg.n_heads
+        for t, batch in ((1, 1), (9, 3)):
+            cache = KVCache(cfg.n_layers, batch, cfg.n_heads, d_head, t, dtype=torch.float16)
+            assert decode_step_bytes(cfg, t, batch) == weight_bytes(cfg) + cache.nbytes
+    # float16、批大小 1：每读 2 个字节（一个数）正好做 1 次乘加
+    cfg = CONFIGS["3 层 8 头"]
+    assert all(decode_step_bytes(cfg, t) == 2 * forward_macs(cfg, 1, t - 1) for t in range(1, 41))
+
+
+def test_roofline_seconds() -> None:
+    assert roofline_seconds(10, 1, 20.0, 1.0) == 1.0  # 算 1 秒，读 1 秒
+    assert roofline_seconds(10, 1, 2.0, 1.0) == 10.0  # 算力是瓶颈
+    assert roofline_seconds(1, 100, 2.0, 10.0) == 10.0  # 带宽是瓶颈
+    assert (A100_PEAK_FLOPS, A100_BANDWIDTH) == (312e12, 2039e9)  # 数据手册上的数
+    for bad in (dict(peak_flops=0.0), dict(bandwidth=float("inf")), dict(bandwidth="1")):
+        args = dict(macs=1, nbytes=1, peak_flops=1.0, bandwidth=1.0) | bad
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            roofline_seconds(**args)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="nbytes"):
+        roofline_seconds(1, -1, 1.0, 1.0)
+    with pytest.raises(ValueError, match="t"):
+        decode_step_bytes(TinyConfig(), 0)
+    with pytest.raises(ValueError, match="cfg"):
+        weight_bytes({"d_model": 4})  # type: ignore[arg-type]
