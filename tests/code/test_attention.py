@@ -100,6 +100,30 @@ def test_combined_causal_and_padding_mask_float32():
     assert (w.expand(B, H, T, T)[mask.expand(B, H, T, T)] == 0).all()
 
 
+@pytest.mark.parametrize("n_kv_heads", [1, 2, 4, 8])
+def test_grouped_query_attention_by_broadcasting(n_kv_heads):
+    """k、v 只有 n_kv_heads 个头（1 个即 MQA）：把 q 的头拆成 (组数, 每组头数)、k、v 写成 (B, 组数, 1, T, d)，
+    广播的结果与 PyTorch 的 enable_gqa=True 相同。"""
+    g = torch.Generator().manual_seed(11)
+    b, n_heads, t, d = 2, 8, 6, 4
+    per_group = n_heads // n_kv_heads
+    q = torch.randn(b, n_heads, t, d, generator=g, dtype=torch.float64)
+    k = torch.randn(b, n_kv_heads, t, d, generator=g, dtype=torch.float64)
+    v = torch.randn(b, n_kv_heads, t, d, generator=g, dtype=torch.float64)
+    out, w = scaled_dot_product_attention(q.view(b, n_kv_heads, per_group, t, d), k[:, :, None], v[:, :, None],
+                                          mask=causal_mask(t))
+    assert w.shape == (b, n_kv_heads, per_group, t, t)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    torch.testing.assert_close(out.reshape(b, n_heads, t, d), ref, atol=1e-10, rtol=1e-10)
+
+
+def test_weights_hold_one_t_by_t_matrix_per_head():
+    """函数把完整的打分矩阵存了下来：每个头 T×T 个数，float32 每个 4 字节。"""
+    q = torch.zeros(1, 3, 10, 4)
+    _, w = scaled_dot_product_attention(q, q, q)
+    assert w.shape == (1, 3, 10, 10) and w.nbytes == 3 * 10 * 10 * 4
+
+
 def test_causal_mask_values():
     expected = torch.tensor(
         [
