@@ -2,7 +2,8 @@
 
 这里没有任何训练：所有块都是 PyTorch 的默认初始化，输入是标准正态分布的随机张量，
 损失是输出与一个固定随机张量的内积。测的是「刚开始训练的那一刻」，模型各处的数值尺度。
-文章中残差连接、Pre-LN 与 Post-LN 的两张图都由本文件计算。
+文章中残差连接、Pre-LN 与 Post-LN 的两张图都由本文件计算；GPT-2 那样按 1/√(2L) 缩小残差分支的
+初始化（scale_residual_branches）也在这里，用来看它怎样让残差流不再随深度变大。
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from attention import causal_mask
 from normalization import make_norm
-from shapes import check_int
+from shapes import check_int, check_positive
 from torch import Tensor, nn
 from transformer_block import LAYOUTS, TransformerBlock
 
@@ -84,6 +85,51 @@ def last_layer_gradient(layout: str, n_layers: int, d_model: int = 64, n_heads: 
     return blocks[-1].ffn.down.weight.grad.norm().item()
 
 
+# --8<-- [start:scaled-init]
+def scale_residual_branches(blocks: nn.ModuleList, factor: float) -> None:
+    """把每个块里往残差流上写的两个矩阵（注意力的输出投影、前馈网络的降维矩阵）连同偏置乘以 factor。
+
+    GPT-2 取 factor = 1/√(2L)：L 个块一共 2L 条残差分支，每条一开始只往传送带上加一点点。
+    """
+    check_residual_blocks(blocks)
+    check_positive("factor", factor)
+    with torch.no_grad():
+        for block in blocks:
+            for linear in (block.attn.out, block.ffn.down):
+                linear.weight.mul_(factor)
+                if linear.bias is not None:
+                    linear.bias.mul_(factor)
+# --8<-- [end:scaled-init]
+
+
+def residual_stream_std(layout: str, n_layers: int, scaled: bool = False, d_model: int = 64, n_heads: int = 4,
+                        batch: int = 4, seq_len: int = 16, seed: int = 0) -> float:
+    """叠 n_layers 个随机初始化的块，返回最后一个块输出的标准差（Pre-LN 末尾的归一化之前）。
+
+    scaled=True 时先用 scale_residual_branches 把残差分支乘以 1/√(2·n_layers)。
+    """
+    if layout not in ("pre", "residual"):
+        raise ValueError(f"layout 只能是 'pre' 或 'residual'（有残差、残差流不被归一化的两种），收到 {layout!r}")
+    blocks = make_stack(layout, n_layers, d_model, n_heads, seed)
+    if scaled:
+        scale_residual_branches(blocks, 1 / (2 * n_layers) ** 0.5)
+    x, _ = _inputs((batch, seq_len, d_model), seed, torch.float64)
+    mask = causal_mask(seq_len)
+    with torch.no_grad():
+        for block in blocks:
+            x = block(x, mask=mask)
+    return x.std().item()
+
+
+def check_residual_blocks(blocks: nn.ModuleList) -> None:
+    """blocks 必须是非空的 TransformerBlock 序列（make_stack 的返回值）。"""
+    if not isinstance(blocks, nn.ModuleList) or len(blocks) == 0:
+        raise ValueError(f"blocks 应为非空的 nn.ModuleList（如 make_stack 的返回值），收到 {type(blocks).__name__}")
+    for i, block in enumerate(blocks):
+        if not isinstance(block, TransformerBlock):
+            raise ValueError(f"blocks[{i}] 应为 TransformerBlock，收到 {type(block).__name__}")
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
     print("32 层随机初始化的块，每隔 8 层看一次（第 0 层是输入，第 32 层是输出）")
@@ -98,3 +144,8 @@ if __name__ == "__main__":
     print("层数        " + "".join(f"{n:>8}" for n in depths))
     for layout in ("post", "pre"):
         print(f"{layout:<12}" + "".join(f"{last_layer_gradient(layout, n):8.3f}" for n in depths))
+    print("\n残差流最后的标准差：PyTorch 默认初始化，与把残差分支乘以 1/√(2L) 之后")
+    for layout in ("pre", "residual"):
+        for n in (32, 128):
+            plain, scaled = residual_stream_std(layout, n), residual_stream_std(layout, n, scaled=True)
+            print(f"{layout:<9}{n:>4} 层   默认 {plain:10.3f}   缩小后 {scaled:7.3f}")
