@@ -357,17 +357,27 @@ def test_torch_comes_from_the_cpu_index_before_the_pinned_requirements(path: Pat
 
 
 @pytest.mark.parametrize("path", [CI, DEPLOY], ids=lambda p: p.name)
-def test_figure_cache_is_keyed_on_code_and_the_lock_file(path: Path):
+def test_build_cache_is_restored_whole_and_keyed_on_every_input_of_its_entries(path: Path):
+    """The whole .cache/ (figures, labs, trained artifacts, checks) is restored before the build, keyed on what
+    its entries are computed from, with a prefix fallback: entries are content-keyed, so an older cache is safe and
+    a pull request that changes only an article reuses every figure, lab and artifact."""
     for name, job in load(path)["jobs"].items():
         if not steps_using(job, "actions/setup-python"):
             continue
         caches = steps_using(job, "actions/cache")
-        assert caches, f"{path.name} job {name}: the figure cache saves rebuilding every figure"
+        assert caches, f"{path.name} job {name}: the build cache saves retraining, redrawing and re-executing"
         with_ = caches[0]["with"]
-        assert with_["path"] == ".cache/figures"
-        assert f"hashFiles('code/**', '{LOCKS[python_version(job)]}')" in with_["key"]
+        assert with_["path"] == ".cache"
+        inputs = ", ".join(f"'{p}'" for p in ("code/**", "labs/**", "data/**", "llmsite/**",
+                                              LOCKS[python_version(job)]))
+        assert f"hashFiles({inputs})" in with_["key"], with_["key"]
+        prefix = with_["key"].split("${{ hashFiles")[0]
+        assert with_["restore-keys"].strip() == prefix, with_
+        steps = job["steps"]
+        first_build = next(i for i, s in enumerate(steps) if re.search(r"(mkdocs|properdocs) build", s.get("run", "")))
+        assert steps.index(caches[0]) < first_build, f"{path.name} job {name}: restore the cache before building"
     ci_keys = [steps_using(job, "actions/cache")[0]["with"]["key"] for job in load(CI)["jobs"].values()]
-    assert len(set(ci_keys)) == len(ci_keys), "each Python keeps its own figure cache"
+    assert len(set(ci_keys)) == len(ci_keys), "each Python keeps its own build cache"
 
 
 # --------------------------------------------------------------------------- what each workflow runs
