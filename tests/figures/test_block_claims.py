@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import math
+import re
 import sys
 from collections.abc import Callable
 from decimal import Decimal
@@ -87,16 +88,45 @@ def grads(layout: str) -> tuple[float, ...]:
 
 
 @cache
-def last_block_gradient(layout: str, n_layers: int) -> float:
+def last_block_gradient(layout: str, n_layers: int, seed: int = SEED) -> float:
     """Gradient norm of the last block's FFN down-projection; Pre-LN ends with a LayerNorm (PyTorch's functional)."""
-    blocks = make_stack(layout, n_layers, D_MODEL, N_HEADS, SEED)
-    x, g = _inputs()
+    blocks = make_stack(layout, n_layers, D_MODEL, N_HEADS, seed)
+    x, g = _inputs(seed)
     for block in blocks:
         x = block(x, mask=causal_mask(SEQ_LEN))
     if layout == "pre":
         x = F.layer_norm(x, (D_MODEL,))
     (grad,) = torch.autograd.grad((x * g).sum() / (BATCH * SEQ_LEN), blocks[-1].ffn.down.weight)
     return grad.norm().item()
+
+
+def pre_gradient_ratio(seed: int = SEED) -> float:
+    """Pre-LN: the last block's gradient with 32 blocks, as a multiple of the gradient with 1 block."""
+    return last_block_gradient("pre", STACK_SIZES[-1], seed) / last_block_gradient("pre", STACK_SIZES[0], seed)
+
+
+@cache
+def final_std(layout: str, n_layers: int, branch_scale: float = 1.0) -> float:
+    """Std of the last block's output (no final norm). branch_scale multiplies, here and not via block_depth, the
+    weight and bias of every attention output projection and FFN down-projection (GPT-2's residual scaling)."""
+    blocks = make_stack(layout, n_layers, D_MODEL, N_HEADS, SEED)
+    with torch.no_grad():
+        for name, p in blocks.named_parameters():
+            if name.split(".")[1:3] in (["attn", "out"], ["ffn", "down"]):
+                p.mul_(branch_scale)
+        x, _ = _inputs()
+        for block in blocks:
+            x = block(x, mask=causal_mask(SEQ_LEN))
+    return x.std().item()
+
+
+def gpt2_scaled_std(layout: str, n_layers: int) -> float:
+    return final_std(layout, n_layers, 1 / math.sqrt(2 * n_layers))
+
+
+def variance_added_per_block() -> float:
+    """Pre-LN stack of DEPTH blocks: (variance of the output - variance of the input) / DEPTH."""
+    return (stds("pre")[-1] ** 2 - stds("pre")[0] ** 2) / DEPTH
 
 
 def numel(module: nn.Module) -> int:
@@ -121,6 +151,12 @@ def share(part: str, d: int) -> float:
     return 100 * parts[part] / parts["total"]
 
 
+def gpt2_untied_head() -> int:
+    """A separate output layer of GPT-2 small: 768 -> 50257, no bias (what weight tying saves)."""
+    with torch.device("meta"):
+        return numel(nn.Linear(768, 50257, bias=False))
+
+
 def gpt2_small_total() -> int:
     with torch.device("meta"):
         return (12 * torch_block_parts(768)["total"] + numel(nn.Embedding(50257, 768))
@@ -138,6 +174,14 @@ def counted_flops(d: int, T: int) -> dict[str, int]:
     per = {k: sum(v.values()) for k, v in counter.get_flop_counts().items()}
     proj = per["TransformerBlock.attn.qkv"] + per["TransformerBlock.attn.out"]
     return {"total": counter.get_total_flops(), "scores": per["TransformerBlock.attn"] - proj}
+
+
+def causal_score_share(d: int, T: int) -> float:
+    """Share (in %) of the attention scores when only the unmasked entries of the causal mask are computed."""
+    entries = int((~causal_mask(T)).sum())  # True = masked, so these are the scores a causal kernel needs
+    scores = 2 * 2 * entries * d  # QK^T and weights x V: one multiply-add each per entry and dimension
+    rest = counted_flops(d, T)["total"] - counted_flops(d, T)["scores"]
+    return 100 * scores / (rest + scores)
 
 
 def max_diff_vs_torch() -> float:
@@ -251,6 +295,64 @@ def fact_scores_to_rest_is_t_to_6d() -> bool:
     return True
 
 
+def fact_causal_crossover_at_12d() -> bool:
+    """With only the causal half of the scores, they equal the rest (24 d^2 T) when T + 1 = 12 d."""
+    for d in (64, 128):
+        T = 12 * d - 1
+        if abs(causal_score_share(d, T) - 50) > 1e-9:
+            return False
+    return True
+
+
+def fact_gradient_follows_inverse_std() -> bool:
+    """Pre-LN: the last block's gradient changes with depth roughly as 1 / (std of the residual stream), within 15 %."""
+    g1, s1 = last_block_gradient("pre", 1), final_std("pre", 1)
+    return all(abs((last_block_gradient("pre", n) / g1) / (s1 / final_std("pre", n)) - 1) < 0.15 for n in STACK_SIZES)
+
+
+def fact_linear_default_init_variance() -> bool:
+    """nn.Linear's default weights are uniform on [-1/sqrt(n), 1/sqrt(n)], so their variance is 1/(3n)."""
+    torch.manual_seed(0)
+    n = 1024
+    w = nn.Linear(n, 1024).weight.detach().double()
+    return w.abs().max().item() <= 1 / math.sqrt(n) and abs(w.var().item() * 3 * n - 1) < 0.01
+
+
+def fact_site_gpt_is_pre_ln() -> bool:
+    """The site's small GPT (code/gpt_from_scratch.py): every block is x + attn(ln(x)), then + ffn(ln(.)); ln_f last."""
+    from gpt_from_scratch import poem_config
+    from tiny_transformer import TinyTransformer
+
+    torch.manual_seed(0)
+    model = TinyTransformer(poem_config(40)).double()
+    x = torch.randn(2, 7, model.cfg.d_model, dtype=torch.float64)
+    mask = causal_mask(7)
+    with torch.no_grad():
+        for block in model.blocks:
+            y, _ = block(x, mask)
+            h = x + block.attn(block.ln(x), mask=mask)
+            if not (isinstance(block.mlp[0], nn.LayerNorm) and torch.allclose(y, h + block.mlp(h))):
+                return False
+            x = y
+    return isinstance(model.ln_f, nn.LayerNorm)
+
+
+def site_gpt_schedule() -> tuple[int, int]:
+    from gpt_from_scratch import TrainSettings
+
+    return TrainSettings().steps, TrainSettings().warmup
+
+
+def fact_encoder_layer_dropout_places() -> bool:
+    """nn.TransformerEncoderLayer's dropout: on the attention weights, after each sublayer and after the activation."""
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.3)
+    probabilities = (layer.self_attn.dropout, layer.dropout1.p, layer.dropout2.p, layer.dropout.p)
+    ff = inspect.getsource(type(layer)._ff_block).replace(" ", "")
+    sa = inspect.getsource(type(layer)._sa_block).replace(" ", "")
+    return (all(p == 0.3 for p in probabilities) and "self.dropout(self.activation(self.linear1(x)))" in ff
+            and "self.dropout2(x)" in ff and "self.dropout1(x)" in sa)
+
+
 def fact_flops_per_token_formula() -> bool:
     """24 d^2 + 4 T d a token, as counted by PyTorch."""
     return all(counted_flops(d, T)["total"] == T * (24 * d * d + 4 * T * d) for d, T in ((64, 10), (128, 768)))
@@ -291,6 +393,17 @@ def fact_sdpa_bool_mask_true_is_allowed() -> bool:
 
 
 # --------------------------------------------------------------------------- the table
+
+
+def seed_span(ratio: Callable[[int], float]) -> Check:
+    """'seeds a to b, between lo and hi, all far from r': every seed's ratio in [lo, hi] as rounded, r = 1/sqrt(32)."""
+
+    def check(stated: list[Decimal]) -> str | None:
+        first, last, lo, hi, predicted = stated
+        problem = span(lambda: [ratio(seed) for seed in range(int(first), int(last) + 1)])([lo, hi])
+        return problem or approx(lambda: 1 / math.sqrt(STACK_SIZES[-1]))([predicted])
+
+    return check
 
 
 def power_of_ten(value: Callable[[], float]) -> Check:
@@ -339,6 +452,29 @@ CLAIMS = [
     Claim("pre last-layer gradient ends", "article", rf"Pre-LN 的则从 {N} 降到 {N}",
           approx(lambda: last_block_gradient("pre", STACK_SIZES[0]),
                  lambda: last_block_gradient("pre", STACK_SIZES[-1]))),
+    Claim("qualitative: ratio against 1/sqrt(L)", "article", rf"32 层时应降到 1 层时的 {N} 倍，这里只降到 {N} 倍",
+          approx(lambda: 1 / math.sqrt(STACK_SIZES[-1]), pre_gradient_ratio)),
+    Claim("the ratio over seeds", "article", rf"换成种子 (\d+) 到 (\d+)，这个倍数在 {N} 到 {N} 之间，都离 {N} 很远",
+          seed_span(pre_gradient_ratio)),
+    Claim("std of 1 and 32 Pre-LN blocks", "article", rf"叠 1 层时标准差是 {N}，叠 32 层时是 {N}",
+          approx(lambda: final_std("pre", 1), lambda: final_std("pre", 32))),
+    Claim("gradient follows 1/std", "article", r"梯度大致跟着残差流标准差的倒数走",
+          holds(fact_gradient_follows_inverse_std)),
+    Claim("nn.Linear default init", "article", r"方差只有 \$1/\(3n\)\$",
+          holds(fact_linear_default_init_variance)),
+    Claim("variance added per block", "article", rf"平均每个块只给传送带添约 {N} 的方差",
+          approx(variance_added_per_block)),
+    Claim("site GPT is Pre-LN", "article", r"训练的小 GPT 也是 Pre-LN",
+          holds(fact_site_gpt_is_pre_ln)),
+    Claim("site GPT warms up", "article", r"(\d+) 步里先预热 (\d+) 步",
+          approx(lambda: site_gpt_schedule()[0], lambda: site_gpt_schedule()[1], exact=True)),
+    # GPT-2's 1/sqrt(2L) residual scaling at initialisation
+    Claim("scaled init, Pre-LN", "article",
+          rf"Pre-LN 叠 32 层时是 {N}，缩小之后是 {N}；叠 128 层时是 {N}，缩小之后仍是 {N}",
+          approx(lambda: final_std("pre", 32), lambda: gpt2_scaled_std("pre", 32),
+                 lambda: final_std("pre", 128), lambda: gpt2_scaled_std("pre", 128))),
+    Claim("scaled init, residual only", "article", rf"128 层时从 {N} 降到 {N}",
+          approx(lambda: final_std("residual", 128), lambda: gpt2_scaled_std("residual", 128))),
     Claim("depths in the figure", "article", r"层数从 (\d+) 增加到 (\d+)",
           approx(lambda: STACK_SIZES[0], lambda: STACK_SIZES[-1], exact=True)),
     Claim("depths in the caption", "prenorm-gradient", r"总层数从 (\d+) 到 (\d+)",
@@ -360,6 +496,9 @@ CLAIMS = [
           approx(lambda: torch_block_parts(768)["total"], lambda: share("ffn", 768), lambda: share("attention", 768))),
     Claim("GPT-2 small", "article", rf"12 个块共 {N} 个.*正好是 {N} 个",
           approx(lambda: 12 * torch_block_parts(768)["total"], gpt2_small_total, exact=True)),
+    Claim("GPT-2 small untied", "article", rf"另有一个 (\d+) × (\d+) 的矩阵，总数还要多 {N} 个，变成 {N} 个",
+          approx(lambda: 50257, lambda: 768, gpt2_untied_head, lambda: gpt2_small_total() + gpt2_untied_head(),
+                 exact=True)),
     Claim("norm share", "article", rf"\$d=64\$ 时也只占 {N}%，到 \$d=4096\$ 只剩 {N}%",
           approx(lambda: share("norms", 64), lambda: share("norms", 4096))),
     Claim("FFN twice attention", "article", r"前馈网络始终是注意力的两倍",
@@ -372,8 +511,14 @@ CLAIMS = [
                  lambda: 100 * counted_flops(768, 1024)["scores"] / counted_flops(768, 1024)["total"])),
     Claim("T : 6d", "article", r"两项之比是 \$T:6d\$",
           holds(fact_scores_to_rest_is_t_to_6d)),
-    Claim("24 d^2 a token", "article", r"也就是 \$24d\^2\$；注意力打分 .*还要再加 \$4Td\$",
+    Claim("24 d^2 a token", "article", r"两项合起来每个词元 \$24d\^2\$；`attention_scores` .*还要再加 \$4Td\$",
           holds(fact_flops_per_token_formula)),
+    Claim("4Td is the full score matrix", "article", r"PyTorch 的计数也是这样数出来的",
+          holds(fact_flops_per_token_formula)),
+    Claim("causal score share", "article", rf"\$T=1024\$ 时打分只占 {N}%",
+          approx(lambda: causal_score_share(768, 1024))),
+    Claim("causal crossover", "article", r"分界点也推后到 \$T\$ 约为 \$12d\$",
+          holds(fact_causal_crossover_at_12d)),
     Claim("backward twice forward", "article", r"矩阵乘法的运算量正好是前向的 2 倍",
           holds(fact_backward_twice_forward)),
     # pitfalls
@@ -381,6 +526,9 @@ CLAIMS = [
           holds(fact_sequence_wide_layernorm_leaks_future)),
     Claim("TransformerEncoderLayer defaults", "article", r"它默认 `norm_first=False`.*`dropout=0\.1`",
           holds(fact_encoder_layer_defaults)),
+    Claim("TransformerEncoderLayer dropout", "article",
+          r"`dropout` 参数同时管注意力权重和两个子层的输出，外加前馈网络激活函数之后的一处",
+          holds(fact_encoder_layer_dropout_places)),
     Claim("TransformerEncoderLayer mask convention", "article", r"它的布尔掩码和我们一样，`True` 表示屏蔽",
           holds(fact_encoder_layer_bool_mask_true_is_masked)),
     Claim("SDPA mask convention", "article", r"`F\.scaled_dot_product_attention` 的布尔掩码正好相反",
@@ -449,10 +597,17 @@ def test_claims_are_not_luck_of_one_seed() -> None:
 
 
 # Numbers that are not results of a computation. Add one only with a reason.
-NOT_COMPUTED: dict[str, str] = {}
+NOT_COMPUTED: dict[str, str] = {
+    "3.75": "GPT-3's warm-up length (3.75 亿 tokens), a setting quoted from Brown et al. 2020, Appendix B",
+    "0.02": "nanoGPT's initial standard deviation of the weights, a setting quoted from its model.py",
+    "1,000": "part of a paper's title (DeepNet: Scaling Transformers to 1,000 Layers)",
+}
+
+# A section sign marks a section of a cited paper (「§2.3」), not a result: it is not scanned.
+NUMBER = re.compile(r"(?<![§\d.])\d+\.\d+|\d+(?:\.\d+)?\s*%|\d{1,3}(?:,\d{3})+")
 
 
 def test_every_number_in_the_article_is_a_checked_claim() -> None:
     """A new decimal, percentage or thousands-separated number in the prose or a caption needs an entry in CLAIMS."""
-    unchecked = claims.unchecked_numbers(SOURCES, CLAIMS, NOT_COMPUTED)
+    unchecked = claims.unchecked_numbers(SOURCES, CLAIMS, NOT_COMPUTED, number=NUMBER)
     assert not unchecked, "numbers with no recomputing claim in CLAIMS:\n" + "\n".join(unchecked)
