@@ -260,6 +260,7 @@ def generation_macs(cfg: TinyConfig, prompt_len: int, max_new_tokens: int, use_c
     return steps
 
 
+# --8<-- [start:recompute]
 def recompute_step_macs(cfg: TinyConfig, t: int) -> int:
     """不用缓存、按常规写法从头算时，序列已有 t 个词元、要算下一个词元的乘加次数。
 
@@ -271,6 +272,7 @@ def recompute_step_macs(cfg: TinyConfig, t: int) -> int:
     d, L, V = cfg.d_model, cfg.n_layers, cfg.vocab_size
     per_layer = (4 + (8 if cfg.mlp else 0)) * d * d * t + t * (t + 1) * d  # 投影与 MLP；下三角的打分和加权求和
     return L * per_layer + d * V  # 只有最后一个位置的 logits
+# --8<-- [end:recompute]
 
 
 # --8<-- [start:bytes]
