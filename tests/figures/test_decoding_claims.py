@@ -9,7 +9,12 @@ from the regex groups, and checks them against a recomputation made here:
   without a cache, using PyTorch's own ``nn.Linear`` and ``F.scaled_dot_product_attention``; a closed form written
   here is checked against those counts and then summed for the cumulative numbers;
 - cache and parameter sizes from tensors and ``torch.nn`` modules on the meta device;
-- cache against recomputation, and sampling frequencies, by running ``code/``'s generate and sample.
+- cache against recomputation, and sampling frequencies, by running ``code/``'s generate and sample;
+- the ordinary no-cache step (causal scores only, logits of the last position only) counted by ``FlopCounterMode``
+  one query row at a time, and the bytes a decode step reads from ``nn.Linear`` weights and cache tensors on the meta
+  device, with the A100 figures written out again here;
+- beam search on the trained Tang-poem model (``pretrained_gpt``): the beams' log-probabilities recomputed by one
+  full forward here, the held-out poems read from the corpus file and scored the same way.
 
 The made-up logits and shapes the figures use are written out again here; one test checks that the figure module
 uses the same, so the numbers are about what the reader sees. A reworded sentence makes its claim go missing
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import sys
 from collections.abc import Callable, Sequence
 from decimal import Decimal
@@ -45,8 +51,10 @@ for path in (CODE,):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+import gpt_from_scratch as gpt  # noqa: E402
+import kv_cache  # noqa: E402
 from attention import scaled_dot_product_attention  # noqa: E402
-from kv_cache import generate  # noqa: E402
+from kv_cache import beam_search, generate  # noqa: E402
 from sampling import sample  # noqa: E402
 from tiny_transformer import TinyConfig, TinyTransformer  # noqa: E402
 
@@ -144,6 +152,47 @@ def test_closed_form_is_what_pytorch_counts() -> None:
     for t in (1, 2, 7, 100, 513, 1024):
         for cached in (True, False):
             assert counted_step(t, cached) == closed_form_step(t, cached), (t, cached)
+
+
+@cache
+def counted_ordinary_step(t: int) -> int:
+    """The ordinary recomputation without a cache, counted by PyTorch: all t tokens through every layer, but query i
+    attends only to keys 1..i (one SDPA call per row, so nothing above the diagonal is counted), and only the last
+    position gets logits."""
+    qkv, out, up, down, unembed = gpt2_layers()
+
+    def run() -> None:
+        x = torch.randn(1, t, D)
+        for _ in range(L):
+            q = qkv(x).chunk(3, dim=-1)[0].view(1, t, H, D_HEAD).transpose(1, 2)
+            keys = torch.randn(1, H, t, D_HEAD)
+            rows = [F.scaled_dot_product_attention(q[:, :, i:i + 1], keys[:, :, :i + 1], keys[:, :, :i + 1])
+                    for i in range(t)]
+            x = out(torch.cat(rows, dim=2).transpose(1, 2).reshape(1, t, D))
+            x = down(F.gelu(up(x)))
+        unembed(x[:, -1:])
+
+    return _count(run)
+
+
+def closed_form_ordinary(t: int) -> int:
+    """Per layer 12 d^2 a token plus 2 d for each of the 1 + 2 + ... + t query-key pairs; logits of one position."""
+    return L * (12 * D * D * t + t * (t + 1) * D) + D * VOCAB
+
+
+def test_ordinary_closed_form_is_what_pytorch_counts() -> None:
+    for t in (1, 2, 7, 64):
+        assert counted_ordinary_step(t) == closed_form_ordinary(t), t
+
+
+def ordinary_step(t: int) -> int:
+    """The closed form, once test_ordinary_closed_form_is_what_pytorch_counts has checked it (counting t = 1024
+    one row at a time would take 12 x 1024 attention calls)."""
+    return closed_form_ordinary(t)
+
+
+def total_ordinary(n: int = MAX_T) -> int:
+    return sum(closed_form_ordinary(t) for t in range(1, n + 1))
 
 
 def total(cached: bool, n: int = MAX_T) -> int:
@@ -247,7 +296,143 @@ def fact_equal_at_6d() -> bool:
     return all(2 * (6 * d) * d == 12 * d * d for d in (64, 768, 4096))
 
 
+# decode is bandwidth bound: bytes read per step, GPT-2 small in float16 (output matrix = token embedding, read once)
+A100_FLOPS, A100_BYTES_PER_S = 312e12, 2039e9  # NVIDIA A100 80GB SXM datasheet: dense bf16, memory bandwidth
+
+
+def matrix_weights() -> int:
+    """Weights of every matrix a token is multiplied by, from the nn.Linear modules (biases left out)."""
+    qkv, out, up, down, unembed = gpt2_layers()
+    return L * sum(m.weight.numel() for m in (qkv, out, up, down)) + unembed.weight.numel()
+
+
+def decode_bytes(t: int) -> int:
+    return 2 * matrix_weights() + cache_bytes(L, H, D_HEAD, t)
+
+
+def fact_one_flop_per_byte() -> bool:
+    return all(2 * counted_step(t, True) == decode_bytes(t) for t in (1, 2, 100, 1024))
+
+
+def lower_bound_ms(macs: int, nbytes: int) -> float:
+    return 1e3 * max(2 * macs / A100_FLOPS, nbytes / A100_BYTES_PER_S)
+
+
+def ordinary_ms() -> float:
+    return lower_bound_ms(ordinary_step(MAX_T), 2 * matrix_weights())
+
+
+def cached_ms() -> float:
+    return lower_bound_ms(counted_step(MAX_T, True), decode_bytes(MAX_T))
+
+
+# beam search on the trained Tang-poem model: prompt 「白日」 after a newline (the start of a poem), end at a newline
+BEAM_PROMPT, BEAM_WIDTH, BEAM_TOKENS = "白日", 4, 23
+GREEDY_POEM = "白日無人盡，不知不可憐。不知不可憐，不見不知人。"
+BEAM_POEM = "白日無處處，不知不可憐。不知不可憐，何處不知人。"
+
+
+@cache
+def tang():
+    model, tok, _ = gpt.pretrained_gpt(verbose=False)
+    return model.eval(), tok
+
+
+def tang_prompt() -> torch.Tensor:
+    return torch.tensor([tang()[1].encode("\n" + BEAM_PROMPT)])
+
+
+def log_prob_here(context: list[int], continuation: list[int]) -> float:
+    """Sum of log p(continuation | context): one full forward of the trained model, log_softmax in float64."""
+    model, _ = tang()
+    ids = torch.tensor([context + continuation])
+    with torch.no_grad():
+        logp = torch.log_softmax(model(ids[:, :-1]).double(), dim=-1)[0, len(context) - 1:]
+    return math.fsum(logp[i, tok].item() for i, tok in enumerate(continuation))
+
+
+@cache
+def greedy_run() -> tuple[str, list[int]]:
+    model, tok = tang()
+    prompt = tang_prompt()
+    out = generate(model, prompt, BEAM_TOKENS).tokens[0, prompt.size(1):].tolist()
+    return tok.decode(out), out
+
+
+@cache
+def beams(length_penalty: float = 1.0):
+    model, tok = tang()
+    return tuple(beam_search(model, tang_prompt(), BEAM_WIDTH, BEAM_TOKENS, length_penalty=length_penalty,
+                             eos_id=tok.encode("\n")[0]))
+
+
+def poem_of(tokens: list[int]) -> str:
+    return BEAM_PROMPT + tang()[1].decode(tokens).rstrip("\n")
+
+
+def fact_greedy_poem() -> bool:
+    text, _ = greedy_run()
+    return text.endswith("\n") and BEAM_PROMPT + text.rstrip("\n") == GREEDY_POEM
+
+
+def fact_beam_poem() -> bool:
+    return poem_of(beams()[0].tokens) == BEAM_POEM
+
+
+def greedy_log_prob() -> float:
+    return log_prob_here(tang_prompt()[0].tolist(), greedy_run()[1])
+
+
+def beam_log_prob() -> float:
+    return log_prob_here(tang_prompt()[0].tolist(), beams()[0].tokens)
+
+
+def lines(poem: str) -> list[str]:
+    return [x for x in re.split("[，。]", poem) if x]
+
+
+def fact_beams_share_three_lines() -> bool:
+    poems = [lines(poem_of(b.tokens)) for b in beams()]
+    return (len(poems) == BEAM_WIDTH and all(p[:3] == poems[0][:3] for p in poems)
+            and len({p[3] for p in poems}) == BEAM_WIDTH)
+
+
+def fact_same_length_same_ranking() -> bool:
+    same_length = all(b.finished and len(b.tokens) == BEAM_TOKENS for b in beams())
+    return same_length and [b.tokens for b in beams(0.0)] == [b.tokens for b in beams(1.0)]
+
+
+def hanzi(poem: str) -> list[str]:
+    return [c for c in poem if c.isalpha()]
+
+
+@cache
+def held_out_poems() -> list[str]:
+    poems = CORPUS.read_text(encoding="utf-8").split("\n")[:-1]
+    return [p for i, p in enumerate(poems) if (i + 1) % 10 == 0]  # the 10th, 20th, ... poem is held out
+
+
+def distinct_share_held_out() -> float:
+    return sum(len(set(hanzi(p))) / len(hanzi(p)) for p in held_out_poems()) / len(held_out_poems())
+
+
+def held_out_per_token() -> float:
+    """Log-probability per token of the held-out poems (poem and its closing newline, after a newline), pooled."""
+    tok = tang()[1]
+    start = tok.encode("\n")
+    scored = [(log_prob_here(start, tok.encode(p + "\n")), len(tok.encode(p + "\n"))) for p in held_out_poems()]
+    return math.fsum(s for s, _ in scored) / sum(n for _, n in scored)
+
+
+CORPUS = ROOT / "data" / "tang_wujue" / "poems.txt"
+
+
 # --------------------------------------------------------------------------- checks
+
+
+def negated(*values: Callable[[], float]) -> Check:
+    """Stated as $-x$: the group holds x."""
+    return approx(*(lambda f=f: -f() for f in values))
 
 
 def scientific(*values: Callable[[], float]) -> Check:
@@ -312,10 +497,22 @@ CLAIMS = [
     Claim("GPT-2 small shapes in the caption", "kv-cache-work", r"12 层、12 个头、d_model = 768、词表 50257",
           holds(lambda: fig_shapes_are_gpt2_small())),
     Claim("one step at t = 1024", "article",
-          rf"序列长 1024 时，不用缓存生成下一个词元要 \$([\d.]+)\\times10\^\{{(\d+)\}}\$ 次乘加，"
+          rf"序列长 1024 时，按上面的代码不用缓存生成下一个词元要 \$([\d.]+)\\times10\^\{{(\d+)\}}\$ 次乘加，"
           rf"用缓存只要 \$([\d.]+)\\times10\^\{{(\d+)\}}\$ 次，相差 {N} 倍",
           lambda s: scientific(lambda: counted_step(1024, False), lambda: counted_step(1024, True))(s[:4])
           or approx(lambda: counted_step(1024, False) / counted_step(1024, True))(s[4:])),
+    Claim("ordinary no-cache step at t = 1024", "article",
+          r"这样数，不用缓存是 \$([\d.]+)\\times10\^\{(\d+)\}\$ 次乘加，约为用缓存的 (\d+) 倍",
+          lambda s: scientific(lambda: ordinary_step(1024))(s[:2])
+          or approx(lambda: ordinary_step(1024) / counted_step(1024, True))(s[2:])),
+    Claim("ordinary is causal, last position", "article",
+          r"常规的实现即使不用缓存，也只算打分矩阵的下三角（位置 \$i\$ 只和前 \$i\$ 个键做点积），"
+          r"logits 也只算最后一个位置",
+          holds(lambda: all(kv_cache.recompute_step_macs(_figure_module().GPT2_SMALL, t) == counted_ordinary_step(t)
+                            for t in (1, 3, 20)))),
+    Claim("ordinary cumulative", "article",
+          r"按常规写法重算则累计 \$([\d.]+)\\times10\^\{(\d+)\}\$ 次，差 (\d+) 倍",
+          lambda s: scientific(total_ordinary)(s[:2]) or approx(lambda: total_ordinary() / total(True))(s[2:])),
     Claim("cached step growth", "article", rf"从 \$t=1\$ 到 \$t=1024\$ 只增加了 {N}%",
           approx(lambda: 100 * (counted_step(1024, True) / counted_step(1, True) - 1))),
     Claim("equal at 6d", "article", r"两项在 \$t=6d\$ 时相等", holds(fact_equal_at_6d)),
@@ -333,6 +530,60 @@ CLAIMS = [
           approx(sequences_to_exceed_weights, exact=True)),
     Claim("Llama 2 7B cache", "article", rf"float16 下每个词元 {N} KiB，一条 4096 个词元的序列就是 {N} GiB",
           approx(lambda: cache_bytes(32, 32, 128, 1) / KIB, lambda: cache_bytes(32, 32, 128, 4096) / GIB)),
+    # prefill and decode: bytes read per step
+    Claim("bytes per decode step", "article",
+          rf"参与矩阵乘法的权重共 {N} 个数，读一遍是 {N} MiB；"
+          rf"序列长 1024 时，缓存还要再读 {N} MiB，这一步一共读 {N} MiB，"
+          r"乘加却只有 \$([\d.]+)\\times10\^\{(\d+)\}\$ 次",
+          lambda s: approx(matrix_weights, lambda: 2 * matrix_weights() / MIB,
+                           lambda: cache_bytes(L, H, D_HEAD, MAX_T) / MIB, lambda: decode_bytes(MAX_T) / MIB)(s[:4])
+          or scientific(lambda: counted_step(MAX_T, True))(s[4:])),
+    Claim("bytes in code", "article", r"下面的函数数出解码一步至少要读多少字节",
+          holds(lambda: kv_cache.decode_step_bytes(_figure_module().GPT2_SMALL, MAX_T) == decode_bytes(MAX_T))),
+    Claim("one flop per byte", "article", r"所以每读 1 个字节正好做 1 次浮点运算", holds(fact_one_flop_per_byte)),
+    Claim("A100 datasheet figures", "article", r"峰值是 (\d+) TFLOPS，显存带宽是 (\d+) GB/s",
+          lambda s: None if (float(s[0]) * 1e12, float(s[1]) * 1e9) == (A100_FLOPS, A100_BYTES_PER_S)
+          == (kv_cache.A100_PEAK_FLOPS, kv_cache.A100_BANDWIDTH) else f"states {s}, code and test use other values"),
+    Claim("A100 flops per byte", "article", r"每读 1 个字节要做 (\d+) 次浮点运算才能让算力用满",
+          approx(lambda: A100_FLOPS / A100_BYTES_PER_S)),
+    Claim("share of peak", "article", rf"最多只用得上峰值算力的 {N}%",
+          approx(lambda: 100 * (2 * counted_step(MAX_T, True) / decode_bytes(MAX_T))
+                 / (A100_FLOPS / A100_BYTES_PER_S))),
+    Claim("ordinary step, again", "article",
+          r"常规写法不用缓存重算一遍，\$([\d.]+)\\times10\^\{(\d+)\}\$ 次乘加至少要",
+          scientific(lambda: ordinary_step(MAX_T))),
+    Claim("time lower bounds", "article",
+          rf"次乘加至少要 {N} ms，这是算力的账；用缓存的一步至少要 {N} ms，几乎全是读显存的账。"
+          rf"乘加差 (\d+) 倍，耗时的下限只差 {N} 倍",
+          approx(ordinary_ms, cached_ms, lambda: ordinary_step(MAX_T) / counted_step(MAX_T, True),
+                 lambda: ordinary_ms() / cached_ms())),
+    Claim("which bound", "article", r"这是算力的账；用缓存的一步至少要 [\d.]+ ms，几乎全是读显存的账",
+          holds(lambda: 2 * ordinary_step(MAX_T) / A100_FLOPS > 2 * matrix_weights() / A100_BYTES_PER_S
+                and 2 * counted_step(MAX_T, True) / A100_FLOPS < 0.01 * decode_bytes(MAX_T) / A100_BYTES_PER_S)),
+    # beam search on the trained model
+    Claim("greedy and beam poems", "article",
+          rf"贪心写出「{GREEDY_POEM}」，对数概率是 \$-{N}\$；"
+          rf"束宽 (\d) 写出「{BEAM_POEM}」，对数概率是 \$-{N}\$，比贪心高",
+          lambda s: (None if fact_greedy_poem() and fact_beam_poem() and int(s[1]) == BEAM_WIDTH
+                     else "the poems or the beam width differ")
+          or negated(greedy_log_prob, beam_log_prob)([s[0], s[2]])
+          or (None if beam_log_prob() > greedy_log_prob() else "beam is not higher")),
+    Claim("beam search log-prob in its result", "article", r"对数概率是 \$-[\d.]+\$，比贪心高",
+          holds(lambda: abs(beams()[0].log_prob - beam_log_prob()) < 1e-4)),
+    Claim("beams share three lines", "article", r"留下的 4 条候选前三句一字不差，只在最后一句上有分别",
+          holds(fact_beams_share_three_lines)),
+    Claim("same length, same ranking", "article",
+          r"4 条都在第 23 个词元写出换行，长短一样，所以长度惩罚取 0 还是取 1，排名都不变",
+          holds(fact_same_length_same_ranking)),
+    Claim("distinct characters", "article",
+          rf"它的 (\d+) 个字里只有 (\d+) 个不同的字，贪心那首也是 (\d+) 个；"
+          rf"验证集的 (\d+) 首真诗，平均每首 {N}% 的字各不相同",
+          approx(lambda: len(hanzi(BEAM_POEM)), lambda: len(set(hanzi(BEAM_POEM))),
+                 lambda: len(set(hanzi(GREEDY_POEM))), lambda: len(held_out_poems()),
+                 lambda: 100 * distinct_share_held_out())),
+    Claim("per-token log-prob", "article",
+          rf"模型给真诗的对数概率平均每个词元是 \$-{N}\$，给束搜索这首的却是 \$-{N}\$",
+          negated(held_out_per_token, lambda: beam_log_prob() / BEAM_TOKENS)),
     Claim("multi-query broadcast", "article", r"本来就允许 k、v 只有一个头，靠广播给所有查询头共用",
           holds(fact_single_query_head_broadcasts)),
 ]
@@ -391,6 +642,13 @@ def test_recipe_reproduces_the_figures_data() -> None:
 NOT_COMPUTED: dict[str, str] = {
     "0.5": "a temperature the example is shown at (a setting, not a result)",
     "0.9": "the top-p setting",
+    "0.6": "the length penalty Vaswani et al. (2017) used for translation (a cited setting)",
+    "1.5": "part of a model's name (Qwen2-1.5B), not a result",
+    "6.1": "a section number of a cited paper",
+    "128,256": "Llama 3's vocabulary, from its published config.json (a cited fact)",
+    "151,646": "Qwen2's vocabulary, from the Qwen2 technical report (a cited fact)",
+    "151,936": "vocab_size in Qwen2-1.5B's config.json (a cited fact)",
+    "152,064": "vocab_size in Qwen2-7B's config.json (a cited fact)",
 }
 
 
