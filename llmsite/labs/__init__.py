@@ -44,7 +44,7 @@ from llmsite.cache.deps import closure, definition_deps
 from llmsite.labs import page
 from llmsite.paths import CACHE, CODE, ROOT, rel
 
-PIPELINE_VERSION = "3"  # 3: the rendered page (page.html, toc.json) is part of the entry
+PIPELINE_VERSION = "4"  # 3: the rendered page (page.html, toc.json) is part of the entry; 4: focusable text outputs
 KERNEL = "python3"
 CELL_TIMEOUT = 300  # seconds per cell
 LABS_DIR = "labs"  # top-level folder of the sources, and the site folder of the notebooks

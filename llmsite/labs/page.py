@@ -2,7 +2,9 @@
 
 mkdocs-jupyter's converter (``nb2html``) turns the notebook into HTML; what it inlines in front of the
 notebook (about 600 KB of JupyterLab CSS, MathJax and mermaid loaders, a clipboard script) is dropped,
-code cells become Material code blocks (its highlighting and copy button), headings get readable ids
+code cells become Material code blocks (its highlighting and copy button), text outputs can be reached and
+scrolled with the keyboard whatever their width (``tabindex="0"``, written here rather than by a script that
+measures them: fonts and load order then cannot leave an overflowing output unreachable), headings get readable ids
 (the site's slugify) with a table of contents built from them, and plots get an alt text naming their
 section. The result is written next to the executed notebook (``page.html``, ``toc.json``): the build
 only reads these two files, so the MkDocs process imports neither mkdocs-jupyter, nbconvert nor jupytext.
@@ -27,6 +29,10 @@ _CLIPBOARD_TEXT = re.compile(r'<div [^>]*class="clipboard-copy-txt"[^>]*>.*?</di
 _COLLAPSER = re.compile(r'<div class="jp-Collapser[^"]*">\s*</div>')
 _TOOLBAR = re.compile(r'<div class="celltoolbar">(?:\s*<div class="button_container[^"]*">.*?</div>)*\s*</div>', re.S)
 _CODE = re.compile(r'<div class="highlight-ipynb hl-(?P<lang>[\w+-]+)\s*"><pre>(?P<body>.*?)</pre></div>', re.S)
+# nbconvert makes the output's <div> focusable, but the <pre> inside is what scrolls (lab.css): the stop moves there.
+_TEXT_OUTPUT = re.compile(
+    r'(?P<div><div class="jp-RenderedText jp-OutputArea-output[^"]*" data-mime-type="[^"]+")(?: tabindex="0")?>'
+    r'(?P<gap>\s*)<pre>')
 _HEADING = re.compile(r"<h(?P<level>[1-6])(?P<attrs>[^>]*)>(?P<inner>.*?)</h(?P=level)>", re.S)
 _ANCHOR = re.compile(r'<a class="anchor-link"[^>]*>.*?</a>', re.S)
 _TAG = re.compile(r"<[^>]+>")
@@ -53,6 +59,7 @@ def trim(content: str) -> str:
     body = content[start:]
     for pattern in (_STYLE, _SCRIPT, _CLIPBOARD, _CLIPBOARD_TEXT, _TOOLBAR, _COLLAPSER):
         body = pattern.sub("", body)
+    body = _TEXT_OUTPUT.sub(r'\g<div>>\g<gap><pre tabindex="0">', body)
     return _CODE.sub(_code_block, body)
 
 

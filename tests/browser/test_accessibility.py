@@ -27,12 +27,17 @@ VIEWPORTS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 375, 
 SCHEMES = {"light": "default", "dark": "slate"}
 BLOCKING = ("serious", "critical")
 
-# Runs in the page once it has loaded: fonts in, math rendered, Material's scripts done.
+# Runs in the page once it has loaded: fonts in, math rendered, scroll-focus.js has measured every region
+# that may scroll (it marks <body> when done), Material's scripts done. Each wait is bounded: a page whose
+# script never finishes is then checked as it stands, and axe reports what is missing.
 SETTLE = """async () => {
   await document.fonts.ready;
   const math = document.querySelectorAll('.arithmatex');
   const until = Date.now() + 5000;
   while ([...math].some(m => !m.querySelector('.katex')) && Date.now() < until) {
+    await new Promise(r => setTimeout(r, 50));
+  }
+  while (document.body.dataset.llmScrollFocus !== 'ready' && Date.now() < until) {
     await new Promise(r => setTimeout(r, 50));
   }
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
@@ -167,6 +172,16 @@ FIGURES_ON_PAGE = """async () => {
   return out;
 }"""
 
+# True once the element has scrolled sideways, false if it has not within `ms` milliseconds.
+SCROLLS_WITHIN = """(el, ms) => new Promise(resolve => {
+  const until = performance.now() + ms;
+  (function poll() {
+    if (el.scrollLeft > 0) resolve(true);
+    else if (performance.now() > until) resolve(false);
+    else requestAnimationFrame(poll);
+  })();
+})"""
+
 # Material's small type (tables, admonitions): the size a table cell in the article gets.
 SMALL_TEXT_PX = """() => {
   const host = document.querySelector('article.md-typeset') || document.querySelector('.md-typeset');
@@ -242,7 +257,9 @@ def test_figure_text_is_legible_on_a_phone(page, site_server, built_site, scheme
                 box.focus()
                 page.keyboard.press("ArrowRight")
                 page.keyboard.press("ArrowRight")
-                if box.evaluate("el => el.scrollLeft") <= 0:
+                # Chromium animates keyboard scrolling: the offset moves over the next frames, not at once
+                # (reading it straight after the key press was the flaky failure). Wait for it, bounded.
+                if not box.evaluate(SCROLLS_WITHIN, 2000):
                     problems.append(f"{path}#{fig['figure']}: focused, but the arrow keys do not scroll it")
     assert seen > 0, "no figure displayed"
     assert not problems, "\n".join(problems)

@@ -75,6 +75,13 @@ def test_lab_page_content(built_site, name: str) -> None:
     assert main.select(".jp-RenderedImage img"), "plots are shown"
     for img in main.select("img"):
         assert "No description" not in img.get("alt", "") and img["alt"].strip()
+    # Text outputs scroll sideways on narrow screens (or with wider fonts): each is a keyboard stop as built,
+    # with no script in between (the axe run at 1280 px found one unreachable before this).
+    outputs = main.select(".jp-RenderedText > pre")
+    assert outputs, "the lab prints something"
+    unreachable = [p.get_text()[:40] for p in outputs if p.get("tabindex") != "0"]
+    assert not unreachable, f"{len(unreachable)} of {len(outputs)} text outputs cannot be focused: {unreachable[:3]}"
+    assert not main.select(".jp-RenderedText[tabindex]"), "one stop per output: the <pre> that scrolls, not its box"
     # Headings: readable ids, and the table of contents points at them.
     ids = {h["id"] for h in main.find_all(["h1", "h2", "h3"])}
     assert all(re.search(r"[\u4e00-\u9fff]", i) for i in ids), ids
