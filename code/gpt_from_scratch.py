@@ -7,7 +7,7 @@ code/tokenizer.py，生成用 code/kv_cache.py 的 generate。
 
 语料是 data/tang_wujue/poems.txt：3707 首五言绝句，每行一首（繁体字，来源与许可见同目录的 README.md）。
 文章的图和动手实验用同一个训练好的模型（train_poem_gpt）：构建网站时只训练一次，存进缓存；
-pretrained_gpt() 有缓存就读取，没有就现场训练，同样的种子、单线程下结果相同。
+pretrained_gpt() 有缓存就读取，没有就现场训练：同一台机器、同一个 PyTorch 版本上，同样的种子、单线程下结果逐位相同。
 参数或形状不对时抛出 ValueError，检查的代码在文件末尾。
 """
 
@@ -100,9 +100,9 @@ def get_batch(data: Tensor, starts: Tensor, batch_size: int, context: int,
 def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
     """语言模型的交叉熵：每个位置上，正确的下一个词元的负对数概率，再对所有位置取平均。
 
-    logits: (B, T, V)，targets: (B, T)。log_softmax(z) = z - logsumexp(z)：
-    直接算它，而不是先算 softmax 再取对数——分数很大时 exp 会溢出、很小的概率取对数会变成 -inf，
-    log_softmax 先减去最大值再算，不会。
+    logits: (B, T, V)，targets: (B, T)。log_softmax(z) = z - max(z) - log(sum(exp(z - max(z))))：
+    直接算它，而不是先算 softmax 再取对数。softmax 也减去了最大值，不会溢出，但比最大分数低一百多的词元
+    在 float32 里概率下溢成 0，取对数就是 -inf；log_softmax 不经过概率这一步，不会。
     """
     check_loss_args(logits, targets)
     log_probs = logits.log_softmax(dim=-1)  # (B, T, V)：每个位置上每个词元的对数概率
@@ -243,7 +243,7 @@ MIN_COUNT = 2  # 训练集里至少出现 2 次的字才进词表，其余的字
 
 
 def poem_config(vocab_size: int, context: int = TrainSettings.context) -> TinyConfig:
-    """参考模型的形状：4 层、每层 4 个头、d_model = 128，带前馈网络和可学习的位置嵌入。"""
+    """参考模型的形状：4 层、每层 4 个头、d_model = 64，带前馈网络和可学习的位置嵌入。"""
     return TinyConfig(vocab_size=vocab_size, d_model=64, n_heads=4, n_layers=4, max_len=context,
                       mlp=True, positions="learned")
 
