@@ -5,7 +5,10 @@ Each entry of ``CLAIMS`` names where the claim is (a regular expression matching
 states and checks them against a recomputation done here: the corpus is read with plain Python (not
 ``load_poems``/``split_poems``), parameter counts come from PyTorch's own modules on the meta device, losses are
 ``F.cross_entropy`` of the trained model on windows cut here, the attention statistic is taken from the model's
-weights here, and the samples are regenerated without the KV cache. The trained model is the build artifact
+weights here, and the samples are regenerated without the KV cache. The counting baselines (add-one unigram,
+per-position counts shrunk towards it) are counted here from the training tokens and scored on the same validation
+windows; the head ablation zeroes the head's columns of the output projection on a copy of the model; the number of
+CJK unified ideographs comes from ``unicodedata`` of the running Python. The trained model is the build artifact
 (``pretrained_gpt``: read from the cache the build made, or trained again, bit for bit the same).
 
 What cannot be recomputed without training a second time -- the largest gradient norm over the 300 steps -- is read
@@ -16,9 +19,12 @@ at steps 0 and 300 are recomputed here.
 from __future__ import annotations
 
 import collections
+import copy
+import itertools
 import math
 import re
 import sys
+import unicodedata
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
@@ -138,6 +144,167 @@ def full_stop() -> dict:
     return {"n": batch.size(0), "best": best, "score": scores.max().item(), "others": others}
 
 
+def training_tokens() -> list[int]:
+    _, tok, _ = trained()
+    return tok.encode("".join(p + "\n" for p in corpus()["train"]))
+
+
+def passes() -> float:
+    """Target tokens read in training (steps x batch x context, the recipe the article states) over the training
+    set's token count."""
+    return 300 * 16 * CONTEXT / len(training_tokens())
+
+
+def positions(ids: list[int], newline: int) -> list[int]:
+    """For each token: how many tokens after the last newline it is (a newline is position 0 of what follows; the
+    stream is read as if a newline came before it)."""
+    out, last = [], -1
+    for i, t in enumerate(ids):
+        out.append(i - last)
+        if t == newline:
+            last = i
+    return out
+
+
+MUS = (100, 300, 1000, 3000, 10000)  # the values of mu the article says were tried
+
+
+@cache
+def baselines() -> dict:
+    """Counting models on the 48 validation windows the model's loss is measured on: add-one unigram, and per
+    position counts shrunk towards it, p(w|k) = (n_k(w) + mu p(w)) / (n_k + mu), for each mu in MUS."""
+    _, tok, _ = trained()
+    V, newline = tok.vocab_size, tok.encode("\n")[0]
+    ids = training_tokens()
+    n = collections.Counter(ids)
+    by_pos: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    for k, t in zip(positions(ids, newline), ids, strict=True):
+        by_pos[k][t] += 1
+
+    def p1(w: int) -> float:
+        return (n[w] + 1) / (len(ids) + V)
+
+    x, y = windows(corpus()["held"], tok)
+    targets, where = [], []
+    for row_x, row_y in zip(x.tolist(), y.tolist(), strict=True):
+        row = row_x + row_y[-1:]  # the 65 tokens of the window; row[0] is the newline before a poem
+        assert row[0] == newline
+        targets += row[1:]
+        where += positions(row, newline)[1:]
+    unigram = -sum(math.log(p1(w)) for w in targets) / len(targets)
+    by_mu = {}
+    for mu in MUS:
+        total = 0.0
+        for w, k in zip(targets, where, strict=True):
+            counts = by_pos[k]
+            total -= math.log((counts[w] + mu * p1(w)) / (sum(counts.values()) + mu))
+        by_mu[mu] = total / len(targets)
+    best = min(by_mu, key=by_mu.get)
+    return {"unigram": unigram, "best_mu": best, "position": by_mu[best], "n_pos": sum(by_pos[6].values()),
+            "top6": by_pos[6].most_common(1)[0], "top12": by_pos[12].most_common(1)[0]}
+
+
+def fact_baselines() -> bool:
+    """The position baseline is the stronger one, and it gets most of the way from ln V to the model's loss."""
+    b, model = baselines(), losses()["held"]
+    ln_v = math.log(vocab_size())
+    return model < b["position"] < b["unigram"] < ln_v and (ln_v - b["position"]) > 0.5 * (ln_v - model)
+
+
+def fact_held_out_falls() -> bool:
+    """Every checkpoint's validation loss is lower than the one before (from the record; its ends are recomputed
+    in test_record_matches_recomputation)."""
+    h = trained()[2].eval_held_out
+    return all(b < a for a, b in itertools.pairwise(h))
+
+
+def fact_tying_saves_a_third() -> bool:
+    """Tied as GPT-2 ties it (no output matrix, no output bias), the output layer's V x d weights and V biases go."""
+    c = param_counts()
+    return vocab_size() == 3009 and c["out"] == 3009 * D + 3009 and abs(c["out"] / c["total"] - 1 / 3) < 0.01
+
+
+def position_thousands() -> bool:
+    """Three thousand-odd training tokens at a position; position 6 is mostly a comma, 12 mostly a full stop."""
+    b, comma, stop = baselines(), trained()[1].encode("，")[0], trained()[1].encode("。")[0]
+    return (3000 <= b["n_pos"] < 4000 and b["top6"][0] == comma and b["top6"][1] > 0.5 * b["n_pos"]
+            and b["top12"][0] == stop and b["top12"][1] > 0.5 * b["n_pos"])
+
+
+# The 12 characters of the CJK Compatibility Ideographs block that Unicode counts as unified ideographs
+# (Unified_Ideograph in PropList.txt); unicodedata names them CJK COMPATIBILITY IDEOGRAPH-….
+UNIFIED_IN_COMPATIBILITY_BLOCK = (0xFA0E, 0xFA0F, 0xFA11, 0xFA13, 0xFA14, 0xFA1F, 0xFA21, 0xFA23, 0xFA24,
+                                  0xFA27, 0xFA28, 0xFA29)
+
+
+def cjk_unified() -> int:
+    named = sum(1 for c in range(0x110000) if unicodedata.name(chr(c), "").startswith("CJK UNIFIED IDEOGRAPH-"))
+    assert all(unicodedata.name(chr(c)).startswith("CJK COMPATIBILITY IDEOGRAPH-")
+               for c in UNIFIED_IN_COMPATIBILITY_BLOCK)
+    return named + len(UNIFIED_IN_COMPATIBILITY_BLOCK)
+
+
+def versions(stated: list[Decimal]) -> str | None:
+    python, unicode, count = stated
+    unicode_version = ".".join(unicodedata.unidata_version.split(".")[:2])
+    actual = (f"{sys.version_info.major}.{sys.version_info.minor}", unicode_version)
+    if (str(python), str(unicode)) != actual:
+        return f"states Python {python} with Unicode {unicode}, running Python {actual[0]} with Unicode {actual[1]}"
+    return approx(cjk_unified, exact=True)([count])
+
+
+@cache
+def ablation() -> dict:
+    """Zero one head's output (its 16 columns of the output projection, on a copy of the model) and read the
+    validation poems with no byte fallback (newline, 24 characters, newline). Loss of the predictions made at
+    positions 13-24; how often the first choice is wrong at the second half's comma, full stop and newline;
+    how often it is a punctuation mark where a character follows."""
+    model, tok, _ = trained()
+    rows = [tok.encode("\n" + p + "\n") for p in corpus()["held"]]
+    batch = torch.tensor([r for r in rows if len(r) == 26])
+    x, y = batch[:, :-1], batch[:, 1:]
+    marks = torch.tensor(tok.encode("，。\n"))
+    d_head = D // HEADS
+
+    def run(head: tuple[int, int] | None) -> dict:
+        m = copy.deepcopy(model)
+        if head is not None:
+            with torch.no_grad():
+                m.blocks[head[0]].attn.out.weight[:, head[1] * d_head : (head[1] + 1) * d_head] = 0
+        with torch.no_grad():
+            logits = m(x)
+        nll = F.cross_entropy(logits.transpose(1, 2), y, reduction="none")[:, 13:]
+        first, want = logits.argmax(-1)[:, 13:], y[:, 13:]
+        is_mark = torch.isin(want, marks)
+        wrong_marks = (first != want) & is_mark
+        return {"loss": nll.mean().item(), "wrong_marks": int(wrong_marks.sum()),
+                "wrong_final_stop": int(wrong_marks[:, 23 - 13].sum()),
+                "mark_for_char": int((torch.isin(first, marks) & ~is_mark).sum()), "chars": int((~is_mark).sum())}
+
+    runs = {(layer, h): run((layer, h)) for layer in range(LAYERS) for h in range(HEADS)}
+    return {"n": batch.size(0), "none": run(None), "runs": runs,
+            "worst": max(runs, key=lambda k: runs[k]["loss"])}
+
+
+def fact_marks_kept() -> bool:
+    a = ablation()
+    return a["none"]["wrong_marks"] == 0 and a["runs"][full_stop()["best"]]["wrong_marks"] == 0
+
+
+def fact_softmax_underflows() -> bool:
+    """softmax([1000, 0, -1000]) is [1, 0, 0] exactly in float32; its log is [0, -inf, -inf] and the gradient of
+    the loss through it NaN; log_softmax gives [0, -1000, -2000]; a gap of 104 underflows to 0, 103 does not."""
+    z = torch.tensor([1000.0, 0.0, -1000.0], requires_grad=True)
+    p = torch.softmax(z, -1)
+    logged = torch.log(p)
+    (-logged[1]).backward()
+    return (p.tolist() == [1.0, 0.0, 0.0] and logged[0].item() == 0.0 and logged[1:].tolist() == [-math.inf] * 2
+            and bool(z.grad.isnan().all())
+            and torch.log_softmax(z.detach(), -1).tolist() == [0.0, -1000.0, -2000.0]
+            and torch.softmax(torch.tensor([0.0, -104.0]), -1)[1].item() == 0.0
+            and torch.softmax(torch.tensor([0.0, -103.0]), -1)[1].item() > 0.0)
+
+
 def loss_gap_vs_torch() -> float:
     gen = torch.Generator().manual_seed(0)
     worst = 0.0
@@ -237,6 +404,14 @@ CLAIMS = [
                  lambda: param_counts()["blocks"], exact=True)),
     Claim("parameters match the model", "article", r"参数一共 592,321 个",
           holds(lambda: sum(p.numel() for p in trained()[0].parameters()) == param_counts()["total"])),
+    Claim("tying saves", "article",
+          rf"能省下 {N} 个参数（\$3009\\times 64\$ 的矩阵加上 3009 个偏置），约占全部参数的三分之一",
+          lambda stated: approx(lambda: param_counts()["out"], exact=True)(stated) or (
+              None if fact_tying_saves_a_third() else "not a 3009 x 64 matrix and its bias, or not a third")),
+    Claim("untied", "article", r"输出层没有和词嵌入共用权重",
+          holds(lambda: trained()[0].unembed.weight.data_ptr() != trained()[0].embed.weight.data_ptr())),
+    Claim("Unicode", "article",
+          rf"Python {N} 自带 Unicode {N} 的字符数据库，里面的 CJK 统一表意文字有 {N} 个", versions),
     # loss
     Claim("ln V and the untrained loss", "article", rf"约为 {N}。训练开始前，模型在验证集上的损失是 {N}",
           approx(lambda: math.log(vocab_size()), lambda: losses()["held0"])),
@@ -251,6 +426,24 @@ CLAIMS = [
           approx(lambda: losses()["train"], lambda: losses()["held"])),
     Claim("gap", "article", rf"验证集的损失比训练集高 {N}",
           approx(lambda: losses()["held"] - losses()["train"])),
+    Claim("not yet overfitting", "article", r"验证集的损失一直在降，每个检查点都比上一个低",
+          holds(fact_held_out_falls)),
+    Claim("passes", "article",
+          rf"每步 16 段、每段 64 个词元，一共是 {N} 个目标词元，而训练集有 {N} 个词元，平均每个词元只被看了约 {N} 遍",
+          approx(lambda: 300 * 16 * CONTEXT, lambda: len(training_tokens()), passes)),
+    Claim("model vs ln V", "article", rf"^{N} 比 \$\\ln V\$ 低得多", approx(lambda: losses()["held"])),
+    Claim("unigram", "article", rf"加一平滑：.*验证集损失 {N}。", approx(lambda: baselines()["unigram"])),
+    Claim("position unigram", "article",
+          rf"一个位置只有三千多个样本.*\$\\mu\$ 在 100、300、1000、3000、10000 里"
+          rf"取验证集损失最低的 (\d+)，"
+          rf".*验证集损失 {N}。",
+          lambda stated: (None if position_thousands() else "not three thousand-odd samples a position")
+          or approx(lambda: baselines()["best_mu"], lambda: baselines()["position"])(stated)),
+    Claim("what the position baseline knows", "article", r"第二个基线知道位置 6 多半是逗号、位置 12 多半是句号",
+          holds(position_thousands)),
+    Claim("baselines vs model", "article", rf"从 \$\\ln V\$ 降到 {N} 的这一段，大部分它也拿得到；模型比它低的 {N}",
+          lambda stated: (None if fact_baselines() else "the position baseline does not get most of the way")
+          or approx(lambda: losses()["held"], lambda: baselines()["position"] - losses()["held"])(stated)),
     Claim("summary losses", "article", rf"验证集损失从 {N} 降到 {N}",
           approx(lambda: losses()["held0"], lambda: losses()["held"])),
     Claim("largest gradient norm", "article", rf"裁剪之前的梯度范数最大是 {N}",
@@ -269,6 +462,22 @@ CLAIMS = [
           approx(lambda: full_stop()["best"][0], lambda: full_stop()["best"][1], exact=True)),
     Claim("full-stop score", "article", rf"在验证集里 {N} 首没有字节回退的诗上.*平均是 {N}，其余 15 个头都不超过 {N}",
           approx(lambda: full_stop()["n"], lambda: full_stop()["score"], lambda: full_stop()["others"])),
+    Claim("full-stop head ablated", "article",
+          rf"再读这 {N} 首诗。从位置 13 到 24 做出的预测，平均损失只从 {N} 升到 {N}；.*模型的首选仍然 {N} 首全对，"
+          rf"只是在 {N} 个本该是字的位置上，首选成了标点的次数从 {N} 次变成 {N} 次",
+          lambda stated: (None if fact_marks_kept() else "a punctuation mark is lost") or approx(
+              lambda: ablation()["n"], lambda: ablation()["none"]["loss"],
+              lambda: ablation()["runs"][full_stop()["best"]]["loss"], lambda: ablation()["n"],
+              lambda: ablation()["none"]["chars"], lambda: ablation()["none"]["mark_for_char"],
+              lambda: ablation()["runs"][full_stop()["best"]]["mark_for_char"])(stated)),
+    Claim("worst head ablated", "article",
+          rf"16 个头逐个置零，损失升得最多的是第 {N} 层头 {N}：升到 {N}，有 {N} 首诗的最后一个句号不再是首选",
+          approx(lambda: ablation()["worst"][0], lambda: ablation()["worst"][1],
+                 lambda: ablation()["runs"][ablation()["worst"]]["loss"],
+                 lambda: ablation()["runs"][ablation()["worst"]]["wrong_final_stop"])),
+    Claim("softmax underflows", "article",
+          r"float32 里，比最大分数低 104 以上的词元，概率算出来正好是 0.*给出 \$\[0, -1000, -2000\]\$",
+          holds(fact_softmax_underflows)),
     Claim("memorise one batch", "article", r"要求损失降到 0\.05 以下（正确答案的平均概率超过 (0\.95)）",
           lambda stated: (None if fact_one_batch_memorised() and abs(math.exp(-0.05) - float(stated[0])) < 0.005
                           else "the batch is not memorised, or exp(-0.05) is not 0.95")),
@@ -318,6 +527,7 @@ def test_record_matches_recomputation() -> None:
 NOT_COMPUTED: dict[str, str] = {
     "2.0": "the version of the npm package the corpus comes from (2.0.1)",
     "0.05": "the threshold the memorising test sets (the sentence states it as a requirement)",
+    "15.0": "the Unicode version that added CJK Extension H (a fact about the standard, not a computation)",
 }
 
 
