@@ -98,7 +98,7 @@ x, y = fixed_windows(train_ids, poem_starts(train_ids, newline, 64), 8, 64)
 with torch.no_grad():
     logits = untrained(x)
 probs = torch.softmax(logits, dim=-1)
-by_hand = -probs.gather(-1, y[..., None]).log().mean()  # 先 softmax 再取对数：直白，但分数大时会溢出
+by_hand = -probs.gather(-1, y[..., None]).log().mean()  # 先 softmax 再取对数：直白，但分数差得大时概率下溢成 0，取对数得 -inf
 print(f"手算        {by_hand.item():.5f}")
 print(f"lm_loss     {lm_loss(logits, y).item():.5f}")
 print(f"F.cross_entropy {F.cross_entropy(logits.reshape(-1, tok.vocab_size), y.reshape(-1)).item():.5f}")
