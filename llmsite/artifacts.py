@@ -203,16 +203,23 @@ def build(item: Planned, code_dir: Path = CODE) -> Path:
 def ensure(needed: list[Artifact], out: TextIO | None = None, code_dir: Path = CODE) -> dict[str, Path]:
     """Make sure the ``needed`` artifacts are cached (computing stale ones in a fresh process), then point
     ``LLM_ARTIFACT_<NAME>`` at every declared artifact that is cached. Returns {name: file}."""
+    from filelock import FileLock  # a dependency of torch, which every artifact needs
+
     out = out or sys.stdout
-    build_cache.clean_stale_staging(artifacts_dir())
-    stale = [item.artifact.name for item in plan(needed, code_dir=code_dir) if not item.cached]
-    if stale:
-        cmd = [sys.executable, "-m", "llmsite", "artifacts"] + [arg for name in stale for arg in ("--only", name)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", cwd=ROOT)
-        for line in proc.stdout.splitlines():
-            print(line, file=out, flush=True)
-        if proc.returncode != 0:
-            raise ArtifactError(proc.stderr.strip() or proc.stdout.strip())
+    cache_dir = artifacts_dir()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    # Two builds at once (a preview and the tests, or two test workers) train a stale model once: the second
+    # waits here for the first, then finds it cached.
+    with FileLock(str(cache_dir / ".lock")):
+        build_cache.clean_stale_staging(cache_dir)
+        stale = [item.artifact.name for item in plan(needed, code_dir=code_dir) if not item.cached]
+        if stale:
+            cmd = [sys.executable, "-m", "llmsite", "artifacts"] + [arg for name in stale for arg in ("--only", name)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", cwd=ROOT)
+            for line in proc.stdout.splitlines():
+                print(line, file=out, flush=True)
+            if proc.returncode != 0:
+                raise ArtifactError(proc.stderr.strip() or proc.stdout.strip())
     paths = {}
     for item in plan(list(discover(code_dir).values()), code_dir=code_dir):
         path = item.path()

@@ -1,9 +1,11 @@
-"""Shared fixtures: one strict build of the site per session, a local server that
-serves it under the project sub-path (as GitHub Pages does), and a headless
-Chromium whose pages record every request and console error.
+"""Shared fixtures: one strict build of the site per run, a local server that serves it under the
+project sub-path (as GitHub Pages does), and a headless Chromium whose pages record every request
+and console error. The run may be split over several pytest-xdist workers; what is built once is
+built by whichever worker asks first and read by the others (see "one run, several workers").
 
-- ``built_site``: ``mkdocs build --strict`` into ``<tmp>/llm-study-platform``, once per session.
-- ``site_server``: serves ``<tmp>`` on 127.0.0.1, so the site lives at ``/llm-study-platform/``.
+- ``built_site``: ``mkdocs build --strict`` into ``<shared>/pages/llm-study-platform``, once per run.
+- ``clean_build``: the same commit built again by ProperDocs with every cache empty, once per run.
+- ``site_server``: ``<shared>/pages`` served on 127.0.0.1, so the site lives at ``/llm-study-platform/``.
 - ``browser`` / ``page``: Playwright with the system Chromium; the ``page`` fixture fails the
   test at teardown if any request left 127.0.0.1:<port> or the page logged an error.
 """
@@ -13,13 +15,13 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import http.server
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -37,18 +39,17 @@ SUBPATH = "llm-study-platform"
 # that tests build in shares the repository's artifact cache, so the model is trained at most once a session.
 os.environ.setdefault("LLM_ARTIFACT_CACHE", str(ROOT / ".cache" / "artifacts"))
 
-# Files worth a look after the run (screenshots); printed in the terminal summary.
-ARTIFACTS: list[tuple[str, Path]] = []
+# --------------------------------------------------------------------------- one run, several workers
+#
+# `make test` runs the suite on both cores (pytest-xdist). What tests only read is computed once per run, whichever
+# worker asks first, under a file lock in a folder every worker shares; the others wait for it and read it:
+# - the session's strict build (`built_site`), served by one HTTP server in the controlling process (so every worker
+#   sees the same URL, the one baked into the pages);
+# - the second build from empty caches (`clean_build`), by ProperDocs, which serves both the reproducibility test and
+#   the ProperDocs comparison.
+# Run as plain `pytest` (one process), the same code path is taken with one participant.
 
-
-def pytest_terminal_summary(terminalreporter):
-    if ARTIFACTS:
-        terminalreporter.section("artifacts")
-        for label, path in ARTIFACTS:
-            terminalreporter.write_line(f"{label}: {path}")
-
-
-# --------------------------------------------------------------------------- build and server
+SHARED_ENV = "LLM_TEST_SHARED"  # the shared folder; set by the controlling process for its workers
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -56,35 +57,86 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@dataclass
-class _Server:
-    root: Path
-    port: int
-    httpd: http.server.ThreadingHTTPServer
-    thread: threading.Thread | None = None
-
-
-@pytest.fixture(scope="session")
-def _server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Server]:
-    """A bound (not yet serving) HTTP server on a free port, and the directory it will serve.
-
-    Binding first keeps the port reserved between choosing it and serving on it.
-    """
-    root = tmp_path_factory.mktemp("pages")
-    handler = functools.partial(_QuietHandler, directory=str(root))
+@pytest.hookimpl(trylast=True)  # after pytest's own tmp_path setup
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller serves
+        os.environ[SHARED_ENV] = config.workerinput[SHARED_ENV]
+        os.environ["LLM_TEST_PORT"] = config.workerinput["LLM_TEST_PORT"]
+        return
+    # In the run's base temporary folder (pytest keeps the last three runs' folders, screenshots and reports included)
+    shared = config._tmp_path_factory.getbasetemp() / "shared"
+    shared.mkdir()
+    pages = shared / "pages"
+    pages.mkdir()
+    handler = functools.partial(_QuietHandler, directory=str(pages))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
-    server = _Server(root, httpd.server_address[1], httpd)
-    yield server
-    if server.thread is not None:
-        httpd.shutdown()
-        server.thread.join(timeout=10)
+    thread = threading.Thread(target=httpd.serve_forever, name="site-server", daemon=True)
+    thread.start()
+    config.stash[_SERVER] = (httpd, thread, shared)
+    os.environ[SHARED_ENV] = str(shared)
+    os.environ["LLM_TEST_PORT"] = str(httpd.server_address[1])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # xdist: what each worker is told
+    node.workerinput[SHARED_ENV] = os.environ[SHARED_ENV]
+    node.workerinput["LLM_TEST_PORT"] = os.environ["LLM_TEST_PORT"]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto`: one worker per core this process may use (LLM_TEST_WORKERS overrides)."""
+    if os.environ.get("LLM_TEST_WORKERS"):
+        return int(os.environ["LLM_TEST_WORKERS"])
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    served = config.stash.get(_SERVER, None)
+    if served is None:
+        return
+    httpd, thread, _ = served
+    httpd.shutdown()
+    thread.join(timeout=10)
     httpd.server_close()
+
+
+_SERVER = pytest.StashKey[tuple]()
+
+
+def shared_dir() -> Path:
+    return Path(os.environ[SHARED_ENV])
+
+
+def once_per_run(name: str, compute) -> dict:
+    """``compute()`` (returning a JSON-able dict) run by the first worker that asks, read back by the others."""
+    from filelock import FileLock
+
+    result = shared_dir() / f"{name}.json"
+    with FileLock(str(shared_dir() / f"{name}.lock")):
+        if not result.exists():
+            tmp = result.with_suffix(".part")
+            tmp.write_text(json.dumps(compute()), encoding="utf-8")
+            os.replace(tmp, result)
+    return json.loads(result.read_text(encoding="utf-8"))
+
+
+# Files worth a look after the run (screenshots); listed in the terminal summary of the controlling process.
+def pytest_terminal_summary(terminalreporter):
+    listed = shared_dir() / "artifacts.txt"
+    if listed.is_file():
+        terminalreporter.section("artifacts")
+        for line in listed.read_text(encoding="utf-8").splitlines():
+            terminalreporter.write_line(line)
+
+
+# --------------------------------------------------------------------------- build and server
 
 
 @dataclass
 class BuiltSite:
-    dir: Path  # <tmp>/llm-study-platform
+    dir: Path  # <shared>/pages/llm-study-platform
     base_url: str  # http://127.0.0.1:<port>/llm-study-platform/
     output: str
     port: int
@@ -94,45 +146,84 @@ class BuiltSite:
         return self.dir.parent
 
 
-@pytest.fixture(scope="session")
-def built_site(_server: _Server) -> BuiltSite:
-    """Build the site once per session with ``--strict``; any failure or warning fails the tests."""
-    out_dir = _server.root / SUBPATH
-    base_url = f"http://127.0.0.1:{_server.port}/{SUBPATH}/"
-    env = {**os.environ, "SITE_URL": base_url, "NO_MKDOCS_2_WARNING": "1"}
-    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out_dir)]
+def _build(cmd: list[str], env: dict[str, str], timeout: int) -> dict:
     try:
-        proc = subprocess.run(
-            cmd,
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=900,
-            check=False,
-        )
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              encoding="utf-8", timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"mkdocs build timed out after {exc.timeout} s:\n{exc.output or ''}", pytrace=False)
-    output = proc.stdout
-    if proc.returncode != 0 or "WARNING" in output:
-        pytest.fail(
-            f"`mkdocs {' '.join(cmd[3:])}` failed (exit code {proc.returncode}"
-            f"{', output contains WARNING' if 'WARNING' in output else ''}):\n{output}",
-            pytrace=False,
-        )
+        return {"returncode": None, "output": f"timed out after {exc.timeout} s:\n{exc.output or ''}"}
+    return {"returncode": proc.returncode, "output": proc.stdout}
+
+
+def _require_clean(name: str, cmd: list[str], result: dict, out_dir: Path) -> str:
+    output = result["output"]
+    if result["returncode"] != 0 or "WARNING" in output:
+        pytest.fail(f"`{' '.join(cmd[2:])}` failed (exit code {result['returncode']}"
+                    f"{', output contains WARNING' if 'WARNING' in output else ''}):\n{output}", pytrace=False)
     if not (out_dir / "index.html").is_file():
-        pytest.fail(f"mkdocs build produced no index.html in {out_dir}:\n{output}", pytrace=False)
-    return BuiltSite(out_dir, base_url, output, _server.port)
+        pytest.fail(f"{name} produced no index.html in {out_dir}:\n{output}", pytrace=False)
+    return output
+
+
+def site_url() -> str:
+    return f"http://127.0.0.1:{os.environ['LLM_TEST_PORT']}/{SUBPATH}/"
 
 
 @pytest.fixture(scope="session")
-def site_server(built_site: BuiltSite, _server: _Server) -> str:
-    """Serve the built site under ``/llm-study-platform/``; yields the base URL."""
-    if _server.thread is None:
-        thread = threading.Thread(target=_server.httpd.serve_forever, name="site-server", daemon=True)
-        thread.start()
-        _server.thread = thread
+def built_site() -> BuiltSite:
+    """The site built once per run with ``--strict`` (repository cache); any failure or warning fails the tests."""
+    out_dir = shared_dir() / "pages" / SUBPATH
+    env = {**os.environ, "SITE_URL": site_url(), "NO_MKDOCS_2_WARNING": "1"}
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out_dir)]
+    result = once_per_run("built-site", lambda: _build(cmd, env, 900))
+    output = _require_clean("mkdocs build", cmd, result, out_dir)
+    return BuiltSite(out_dir, site_url(), output, int(os.environ["LLM_TEST_PORT"]))
+
+
+@dataclass
+class CleanBuild:
+    dir: Path
+    output: str
+    cache: Path  # the cache it started empty and filled
+
+
+@pytest.fixture(scope="session")
+def clean_build(built_site: BuiltSite) -> CleanBuild:
+    """A second build of the same commit by ProperDocs (MkDocs' maintained fork), with every cache empty: every
+    figure redrawn, every model retrained, every lab re-executed. Compared file by file with ``built_site`` by the
+    reproducibility test (same bytes) and the ProperDocs test (only the generator tag differs)."""
+    out_dir = shared_dir() / "clean" / SUBPATH
+    empty = shared_dir() / "empty-cache"
+    env = {**os.environ, "SITE_URL": built_site.base_url, "NO_MKDOCS_2_WARNING": "1", "LLM_SITE_CACHE": str(empty)}
+    env.pop("LLM_ARTIFACT_CACHE", None)  # artifacts then live in the (empty) site cache too
+    cmd = [sys.executable, "-m", "properdocs", "build", "--strict", "-f", "mkdocs.yml", "-d", str(out_dir)]
+    result = once_per_run("clean-build", lambda: _build(cmd, env, 1800))
+    return CleanBuild(out_dir, _require_clean("properdocs build (empty caches)", cmd, result, out_dir), empty)
+
+
+@pytest.fixture(scope="session")
+def repo_cache(built_site: BuiltSite) -> Path:
+    """The repository's build cache once the run's build has filled it: every figure, lab and trained model of this
+    commit. Tests that build a changed copy start from a copy of it (and so recompute only what they changed); asking
+    for it before copying keeps a test from racing the run's build with a cold build of its own."""
+    return Path(os.environ.get("LLM_SITE_CACHE", ROOT / ".cache"))
+
+
+@pytest.fixture(scope="session")
+def trained_artifacts() -> dict[str, Path]:
+    """Every declared build artifact (the trained models) in the run's artifact cache, with ``LLM_ARTIFACT_<NAME>``
+    set, so ``pretrained_gpt()`` and friends read the file instead of training in the test process. Computed at
+    most once per run: ``artifacts.ensure`` holds a file lock, so other workers and the site build wait for it."""
+    import io
+
+    from llmsite import artifacts
+
+    return artifacts.ensure(list(artifacts.discover().values()), out=io.StringIO())
+
+
+@pytest.fixture(scope="session")
+def site_server(built_site: BuiltSite) -> str:
+    """The built site under ``/llm-study-platform/`` (served by the controlling process); the base URL."""
     return built_site.base_url
 
 
@@ -239,7 +330,8 @@ def record_artifact():
     """``record_artifact(label, path)``: list a file in the terminal summary (e.g. a screenshot)."""
 
     def record(label: str, path: Path) -> None:
-        ARTIFACTS.append((label, path))
+        with (shared_dir() / "artifacts.txt").open("a", encoding="utf-8") as f:
+            f.write(f"{label}: {path}\n")
 
     return record
 

@@ -208,7 +208,7 @@ def test_real_labs_have_different_dependency_sets() -> None:
 
 
 @pytest.mark.slow
-def test_a_failing_lab_stops_the_mkdocs_build(tmp_path: Path) -> None:
+def test_a_failing_lab_stops_the_mkdocs_build(tmp_path: Path, repo_cache: Path) -> None:
     repo = make_lab_repo(tmp_path / "repo")
     for part in ("docs", "data", "overrides"):
         shutil.copytree(ROOT / part, repo.root / part, ignore=IGNORE)
@@ -217,8 +217,8 @@ def test_a_failing_lab_stops_the_mkdocs_build(tmp_path: Path) -> None:
     # the real labs too (the article links to them), with their cache entries when there are some
     shutil.copytree(ROOT / "labs", repo.root / "labs", dirs_exist_ok=True, ignore=IGNORE)
     for kind in ("labs", "figures", "artifacts"):
-        if (ROOT / ".cache" / kind).is_dir():
-            shutil.copytree(ROOT / ".cache" / kind, repo.root / ".cache" / kind, dirs_exist_ok=True)
+        if (repo_cache / kind).is_dir():
+            shutil.copytree(repo_cache / kind, repo.root / ".cache" / kind, dirs_exist_ok=True)
     repo.write("labs/broken.py", BROKEN)
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "LLM_SITE_CACHE": str(repo.root / ".cache"),
            "LLM_ARTIFACT_CACHE": str(repo.root / ".cache" / "artifacts")}

@@ -84,9 +84,9 @@ def test_generated_article_passes_the_content_checks(repo: Path) -> None:
 
 
 @pytest.mark.slow
-def test_generated_article_builds_strict_and_is_listed(repo: Path) -> None:
+def test_generated_article_builds_strict_and_is_listed(repo: Path, repo_cache: Path) -> None:
     assert scaffold(repo, *ARGS).returncode == 0
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", LLM_SITE_CACHE=str(ROOT / ".cache"))
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", LLM_SITE_CACHE=str(repo_cache))
     build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", "site"], cwd=repo,
                            capture_output=True, text=True, timeout=600, env=env)
     assert build.returncode == 0, build.stdout + build.stderr

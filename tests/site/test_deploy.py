@@ -83,7 +83,7 @@ def test_every_link_and_asset_resolves_under_the_project_sub_path(site_server: s
 
 
 @pytest.fixture(scope="module")
-def root_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def root_site(tmp_path_factory: pytest.TempPathFactory, repo_cache: Path) -> Iterator[str]:
     out = tmp_path_factory.mktemp("root-site")
     httpd, port = serve(out)
     try:
@@ -106,7 +106,7 @@ def _digest(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
 
 
-def test_the_build_never_writes_into_docs_code_or_data(tmp_path: Path) -> None:
+def test_the_build_never_writes_into_docs_code_or_data(tmp_path: Path, repo_cache: Path) -> None:
     before = {part: _digest(ROOT / part) for part in ("docs", "code", "data")}
     build(tmp_path / "site", "http://127.0.0.1:1/")
     after = {part: _digest(ROOT / part) for part in ("docs", "code", "data")}
@@ -131,7 +131,7 @@ def test_comments_are_off_by_default(built_site) -> None:
 
 
 @pytest.fixture(scope="module")
-def commented_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def commented_site(tmp_path_factory: pytest.TempPathFactory, repo_cache: Path) -> Path:
     """A copy of the site with comments on and one article opting out in its front matter."""
     repo = tmp_path_factory.mktemp("comments") / "repo"
     repo.mkdir()

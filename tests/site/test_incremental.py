@@ -133,7 +133,7 @@ class Plan:
 
 
 @pytest.fixture(scope="module")
-def synthetic_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def synthetic_repo(tmp_path_factory: pytest.TempPathFactory, repo_cache: Path) -> Path:
     root = _copy_repo(tmp_path_factory.mktemp("incremental") / "repo")
     synth.add_articles(root, SYNTHETIC, seed=7)
     return root

@@ -1,0 +1,95 @@
+"""Where the test suite's time goes: a JUnit XML report (``pytest --junitxml=FILE``) summed by file and by kind.
+
+    python -m bench.suite report.xml            # Markdown tables on stdout
+    python -m bench.suite report.xml --top 15   # and the slowest tests
+
+pytest writes each test's setup, call and teardown into its ``time`` (``junit_duration_report = total``), so a
+shared fixture (the run's site build, a trained model) is charged to the first test that asks for it. Under
+pytest-xdist the times are each worker's wall time: their sum is the work, not the run's length.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+# (kind, test file prefixes), first match wins
+KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("增量预览（随机编辑序列、真实服务器）", ("tests/site/test_incremental.py", "tests/site/test_serve_recovers.py",
+                                         "tests/bench/test_serve_scale.py")),
+    ("浏览器（Chromium）", ("tests/browser/", "tests/labs/test_lab_browser.py", "tests/security/test_payload_site.py")),
+    ("文中数字的复算（claims）", ("tests/figures/test_",)),  # refined below: only *_claims.py
+    ("代码（code/ 的单元测试）", ("tests/code/",)),
+    ("站点构建与流水线（图、实验、检查、部署）", ("tests/",)),
+)
+
+
+@dataclass
+class Case:
+    file: str
+    name: str
+    seconds: float
+
+
+def kind_of(file: str) -> str:
+    for kind, prefixes in KINDS:
+        if kind.startswith("文中数字") and not file.endswith("_claims.py"):
+            continue
+        if any(file.startswith(p) for p in prefixes):
+            return kind
+    return "其他"
+
+
+def read(report: Path) -> list[Case]:
+    cases = []
+    for case in ET.parse(report).getroot().iter("testcase"):
+        classname = case.get("classname", "")
+        parts = classname.split(".")
+        # "tests.site.test_x" or "tests.site.test_x.TestClass": the module path is up to the test_ part
+        module = next((i for i in range(len(parts) - 1, -1, -1) if parts[i].startswith("test_")), len(parts) - 1)
+        file = "/".join(parts[: module + 1]) + ".py"
+        cases.append(Case(file, case.get("name", ""), float(case.get("time", "0") or 0)))
+    return cases
+
+
+def table(rows: list[tuple[str, int, float]], total: float, head: str) -> list[str]:
+    out = [f"| {head} | 测试数 | 秒 | 占比 |", "| --- | ---: | ---: | ---: |"]
+    for label, count, seconds in rows:
+        out.append(f"| {label} | {count} | {seconds:.1f} | {100 * seconds / total:.1f}% |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("report", type=Path)
+    parser.add_argument("--top", type=int, default=0, help="also list the N slowest tests")
+    args = parser.parse_args(argv)
+    cases = read(args.report)
+    if not cases:
+        print(f"{args.report}: no test cases", file=sys.stderr)
+        return 1
+    total = sum(c.seconds for c in cases) or 1.0
+    by_file: dict[str, list[Case]] = defaultdict(list)
+    by_kind: dict[str, list[Case]] = defaultdict(list)
+    for c in cases:
+        by_file[c.file].append(c)
+        by_kind[kind_of(c.file)].append(c)
+    lines = [f"共 {len(cases)} 个测试，各测试时间之和 {total:.1f} s（{total / 60:.1f} 分钟）", ""]
+    kinds = sorted(((k, len(v), sum(c.seconds for c in v)) for k, v in by_kind.items()), key=lambda r: -r[2])
+    lines += [*table(kinds, total, "类别"), ""]
+    files = sorted(((f"`{f}`", len(v), sum(c.seconds for c in v)) for f, v in by_file.items()), key=lambda r: -r[2])
+    lines += table(files, total, "文件")
+    if args.top:
+        lines += ["", "| 最慢的测试 | 秒 |", "| --- | ---: |"]
+        for c in sorted(cases, key=lambda c: -c.seconds)[: args.top]:
+            lines.append(f"| `{c.file}::{c.name}` | {c.seconds:.1f} |")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
