@@ -5,6 +5,7 @@
     python -m llmsite bench --only build --only serve
     python -m llmsite bench --only serve-scale --serve-sizes 100,1000   # preview servers at N articles
     python -m llmsite bench --only scaling --sizes 1000 --scaling-repeats 8   # per-article ratio at N = 1,000
+    python -m llmsite bench --only marginal [--marginal-suite]   # cost of one more article: cold build (and suite)
     python -m llmsite bench --out bench-results/ --keep
 
 Everything runs in temporary copies of the repository (docs/, code/, data/,
@@ -28,11 +29,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import build, common, report, scaling, serve, serve_scale, weight
+from bench import build, common, marginal, report, scaling, serve, serve_scale, weight
 from bench.common import REPO, BenchError, fingerprint, load_average, log, machine_info
 
-FAMILIES = ("build", "serve", "scaling", "weight", "serve-scale")
-# Without --only: all but serve-scale (three preview servers at N = 100 and 1,000: about 30 minutes more).
+FAMILIES = ("build", "serve", "scaling", "weight", "serve-scale", "marginal")
+# Without --only: all but serve-scale (three preview servers at N = 100 and 1,000: about 30 minutes more) and
+# marginal (two cold builds, and with --marginal-suite two runs of the test suite: about an hour).
 DEFAULT_FAMILIES = ("build", "serve", "scaling", "weight")
 FULL_SIZES = [10, 100, 300, 1000]
 QUICK_SIZES = [10, 100]
@@ -76,6 +78,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scaling-repeats", type=int, help="scaling: interleaved builds of each variant (default 3; 1 with --quick)"
     )
+    parser.add_argument(
+        "--marginal-repeats",
+        type=int,
+        default=marginal.DEFAULT_REPEATS,
+        help="marginal: interleaved pairs (without, with the generated article) of each measurement",
+    )
+    parser.add_argument(
+        "--marginal-suite", action="store_true", help="marginal: also time the test suite in both copies (long)"
+    )
     parser.add_argument("--profile", action="store_true", help="profile one scaled build even if linear")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies (path is printed)")
     parser.add_argument("--tmp", type=Path, default=None, help="parent folder of the temporary copies")
@@ -118,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     bctx = build.BuildContext(tmp, repeats, warm_repeats, cold_repeats)
     sctx: scaling.ScalingContext | None = None
     ssctx: serve_scale.ServeScaleContext | None = None
+    mctx: marginal.MarginalContext | None = None
     try:
         if "build" in families:
             _guard("build", lambda: build.run(bctx), results)
@@ -140,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
                 "variants": list(ssctx.variants),
             }
             _guard("serve-scale", lambda: serve_scale.run(ssctx), results)  # type: ignore[arg-type]
+        if "marginal" in families:
+            mctx = marginal.MarginalContext(tmp, repeats=args.marginal_repeats, suite=args.marginal_suite)
+            results["settings"]["marginal"] = {"repeats": mctx.repeats, "suite": mctx.suite}
+            _guard("marginal", lambda: marginal.run(mctx), results)  # type: ignore[arg-type]
         if "weight" in families:
             sc = results.get("scaling") or {}
             scaled = Path(sc["largest_site"]) if sc.get("largest_site") else None
@@ -154,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     finally:
         results["notes"] += bctx.notes + (sctx.notes if sctx else []) + (ssctx.notes if ssctx else [])
+        results["notes"] += mctx.notes if mctx else []
         if args.keep:
             log(f"kept {tmp}")
         else:
@@ -170,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     if (results.get("serve-scale") or {}).get("table"):
         text += "\n\nPreview servers at scale (save -> page served; ratios against plain Material)\n"
         text += results["serve-scale"]["table"]
+    if (results.get("marginal") or {}).get("table"):
+        text += "\n\nMarginal cost of one more article (a copy without it against a copy with it)\n"
+        text += results["marginal"]["table"]
     results["table"] = text
     _write(results, paths)
     (args.out / "latest.txt").write_text(text, encoding="utf-8")

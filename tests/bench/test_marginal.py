@@ -1,0 +1,62 @@
+"""Smoke test of the marginal-cost benchmark (bench/marginal.py): the generated article, no build, no timing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench import marginal
+from bench.common import Workspace
+
+
+def test_generated_article_is_a_valid_article_with_code_a_figure_and_a_lab(tmp_path: Path) -> None:
+    from llmsite.content.articles import load_site
+    from llmsite.content.catalog import load_route
+    from llmsite.figures.registry import MARKER, discover
+
+    ws = Workspace.create(tmp_path / "ws", git=False)
+    last = load_route(ws.root / "data" / "route.yml", root=ws.root)[0].stages[0].slugs[-1]
+    added = marginal.add_article(ws.root)
+    assert added["slug"] == marginal.SLUG and added["after"] == last
+
+    site = load_site(root=ws.root)
+    assert site.problems == [], "\n".join(str(p) for p in site.problems)
+    stage = site.route.stages[0].slugs
+    assert marginal.SLUG in site.articles and stage[-1] == marginal.SLUG and stage[-2] == last
+    entry = next(e for e in site.route.entries if e.slug == marginal.SLUG)
+    assert entry.labs == [f"labs/{marginal.LAB}.ipynb"]
+    assert (ws.root / "labs" / f"{marginal.LAB}.py").is_file()
+
+    spec = discover(ws.root / "code")[marginal.FIGURE]
+    assert spec.article == marginal.SLUG and spec.module.name == f"{marginal.MODULE}.py"
+    body = (ws.docs / "articles" / f"{marginal.SLUG}.md").read_text(encoding="utf-8")
+    assert [m["name"] for m in MARKER.finditer(body)] == [marginal.FIGURE]
+    assert f"code/{marginal.MODULE}.py:main" in body
+    assert (ws.root / "code" / f"{marginal.MODULE}.py").is_file()
+    assert (ws.root / "tests" / "code" / f"test_{marginal.MODULE}.py").is_file()
+    assert "label_smoothing=eps" in (ws.root / "tests" / "code" / f"test_{marginal.MODULE}.py").read_text()
+
+
+def test_file_differences_put_the_files_that_grew_first() -> None:
+    a = [{"by_file": {"tests/x.py": {"tests": 2, "seconds": 10.0}, "tests/y.py": {"tests": 1, "seconds": 5.0}}}]
+    b = [{"by_file": {"tests/x.py": {"tests": 3, "seconds": 14.0}, "tests/y.py": {"tests": 1, "seconds": 4.5},
+                      "tests/z.py": {"tests": 4, "seconds": 2.0}}}]
+    rows = marginal.file_differences(a, b)
+    assert [r["file"] for r in rows] == ["tests/x.py", "tests/z.py", "tests/y.py"]
+    assert rows[0]["difference_s"] == 4.0 and (rows[0]["tests_without"], rows[0]["tests_with"]) == (2, 3)
+    assert rows[1]["new"] and not rows[0]["new"]
+
+
+def test_the_table_shows_the_build_and_the_suite() -> None:
+    from bench.common import Samples
+
+    cold = {**marginal._difference(Samples([70.0, 74.0]), Samples([90.0, 93.0])), "budget_s": 45.0,
+            "figure_step_difference_s": 8.0, "labs_step_difference_s": 6.0, "new_figure_draw_s": 3.0}
+    rows = marginal.file_differences([{"by_file": {"tests/x.py": {"tests": 2, "seconds": 10.0}}}],
+                                     [{"by_file": {"tests/x.py": {"tests": 3, "seconds": 14.0}}}])
+    wall = marginal._difference(Samples([900.0]), Samples([950.0]))
+    results = {"cold": cold, "suite": {**wall, "work": wall, "tests_without": 2, "tests_with": 3, "files": rows,
+                                       "budget_s": 60.0}}
+    assert cold["paired_differences_s"] == [20.0, 19.0] and cold["paired_difference_s"] == 19.5
+    text = marginal.render(results)
+    assert "+19.5 s" in text and "+50.0 s" in text and "`tests/x.py`" in text and "2 → 3" in text
+    assert "没有测" in marginal.render({"cold": cold, "suite": {"skipped": "no --marginal-suite"}})
