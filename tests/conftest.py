@@ -57,6 +57,16 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A browser that navigates away mid-download closes its connection: not an error of the site.
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
+
 @pytest.hookimpl(trylast=True)  # after pytest's own tmp_path setup
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: the controller serves
@@ -69,8 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     pages = shared / "pages"
     pages.mkdir()
     handler = functools.partial(_QuietHandler, directory=str(pages))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
+    httpd = _QuietServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, name="site-server", daemon=True)
     thread.start()
     config.stash[_SERVER] = (httpd, thread, shared)
