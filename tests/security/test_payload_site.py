@@ -9,7 +9,9 @@ a tag, and a stage title and summary hold the ACCEPTED payloads. Then:
 - every ``.json`` output parses, and the search index holds titles as escaped HTML (Material
   renders search results as HTML);
 - in Chromium, no page sets ``window.__xss`` (also after hovering and focusing every element
-  that shows a payload), and each article's heading shows its title exactly as written.
+  that shows a payload), and each article's heading shows its title exactly as written;
+- the 「提问」 and 「纠错」 links (feedback.js) carry the hostile title and section heading, decoded,
+  exactly as written, and build their DOM without parsing any of it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ AUTHOR_NAME = ACCEPTED["markdown-syntax"][:60]
 AUTHOR_BIO = ACCEPTED["json-breakout"]
 STAGE_TITLE = ACCEPTED["jinja-syntax"]
 STAGE_SUMMARY = ACCEPTED["double-quote-breakout"]
+# A section heading in the article (Markdown text: no raw tags, which the checks would treat as HTML).
+HEADING = ACCEPTED["json-breakout"] + " 1 < 2 && 3 > 2"
 
 
 def _yaml(value: str) -> str:
@@ -85,7 +89,8 @@ def payload_site(tmp_path_factory: pytest.TempPathFactory, built_site) -> Payloa
 
     art = root / "docs" / "articles" / f"{ARTICLE_SLUG}.md"
     text = _set_key(art.read_text(encoding="utf-8"), "title", TITLE)
-    art.write_text(_set_key(text, "description", DESCRIPTION), encoding="utf-8")
+    text = _set_key(text, "description", DESCRIPTION)
+    art.write_text(text.rstrip("\n") + f"\n\n## {HEADING}\n\n这一节的标题来自安全测试。\n", encoding="utf-8")
     second = root / "docs" / "articles" / f"{SECOND_SLUG}.md"
     text = _set_key(second.read_text(encoding="utf-8"), "title", SECOND_TITLE)
     second.write_text(_set_key(text, "description", SECOND_DESCRIPTION), encoding="utf-8")
@@ -238,6 +243,65 @@ def test_no_payload_runs_in_the_browser(payload_site: PayloadSite, browser) -> N
         pg.wait_for_selector(".md-search-result__item", state="attached")
         assert pg.evaluate("window.__xss") is None
         assert pg.evaluate("document.querySelectorAll('.md-search-result mask').length") == 0
+    finally:
+        context.close()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+_ASK = """(id) => {
+  const h = document.getElementById(id);
+  const a = h.nextElementSibling.querySelector('a');
+  const p = h.nextElementSibling.nextElementSibling;
+  const r = document.createRange(); r.selectNodeContents(p);
+  const s = window.getSelection(); s.removeAllRanges(); s.addRange(r);
+  return {ask: a.href, text: a.textContent, spans: h.nextElementSibling.querySelectorAll('*').length};
+}"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_feedback_links_carry_hostile_text_exactly(payload_site: PayloadSite, browser) -> None:
+    import functools
+    import http.server
+    import threading
+    from urllib.parse import parse_qs, urlsplit
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(payload_site.site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN")
+    context.route("**/*", lambda route: route.abort() if not route.request.url.startswith(base)
+                  else route.continue_())
+    errors: list[str] = []
+    try:
+        pg = context.new_page()
+        pg.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        pg.on("pageerror", lambda err: errors.append(str(err)))
+        pg.set_default_timeout(10_000)
+        pg.goto(base + f"articles/{ARTICLE_SLUG}/")
+        pg.wait_for_selector("article .llm-ask a", state="attached")
+        hid = pg.evaluate("(t) => [...document.querySelectorAll('article h2')]"
+                          ".find(h => h.firstChild && h.firstChild.textContent === t).id", HEADING)
+        got = pg.evaluate(_ASK, hid)
+        assert got["text"] == f"提问：{HEADING}" and got["spans"] == 2  # the link and its hidden span, nothing parsed
+        ask = {k: v[0] for k, v in parse_qs(urlsplit(got["ask"]).query, strict_parsing=True).items()}
+        assert ask["title"] == f"{TITLE}：{HEADING}"
+        page_url = base + f"articles/{ARTICLE_SLUG}/#{hid}"
+        assert ask["body"].startswith(f"文章：{TITLE}\n小节：{HEADING}\n页面：{page_url}\n"), ask["body"]
+        fix = pg.locator("article .llm-fix a")
+        fix.wait_for(state="visible")
+        issue = {k: v[0] for k, v in parse_qs(urlsplit(fix.get_attribute("href")).query, strict_parsing=True).items()}
+        assert issue["title"] == f"[纠错] {TITLE}：{HEADING}"
+        assert f"页面：{page_url}\n小节：{HEADING}\n" in issue["body"]
+        assert pg.evaluate("window.__xss") is None
+        assert pg.evaluate("document.querySelectorAll('mask, t').length") == 0
+        assert errors == []
     finally:
         context.close()
         httpd.shutdown()

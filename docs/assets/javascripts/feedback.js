@@ -1,0 +1,89 @@
+// 文章页：每个二级标题下的「提问」开 Discussions 的 Q&A 新帖，选中正文后的「纠错」开 correction.md 的新 Issue。
+// 仓库来自文章头的 data-llm-repo；只是链接，不发请求；值经 URLSearchParams 编码，文字只用 textContent。
+(function () {
+  "use strict";
+  var MAX = 300;  // 引文的字数上限
+  var ctx = null, bar = null, fix = null;
+
+  function el(tag, cls, text) {
+    var n = document.createElement(tag);
+    n.className = cls;
+    n.textContent = text;
+    return n;
+  }
+
+  function link(a, path, params) {
+    var url = new URL(ctx.repo + path);
+    Object.keys(params).forEach(function (k) { url.searchParams.set(k, params[k]); });
+    a.href = url.href;
+    a.target = "_blank";
+    a.rel = "noopener";
+  }
+
+  // 标题的文字：去掉「¶」，公式留 TeX
+  function text(h) {
+    if (!h) return "（开头）";
+    var c = h.cloneNode(true);
+    c.querySelectorAll(".headerlink, .katex-html, semantics > :not(annotation)").forEach(function (n) { n.remove(); });
+    return c.textContent.replace(/\s+/g, " ").trim();
+  }
+
+  function here(h) {
+    return location.origin + location.pathname + (h && h.id ? "#" + h.id : "");
+  }
+
+  function mount() {
+    var head = document.querySelector(".llm-article-header[data-llm-repo]");
+    var repo = head ? head.getAttribute("data-llm-repo").replace(/\/+$/, "") : "";
+    ctx = null;
+    if (bar) bar.remove();
+    if (!/^https?:\/\//.test(repo)) return;
+    var article = head.closest("article");
+    var title = head.querySelector("h1").textContent.trim();
+    var heads = [].filter.call(article.querySelectorAll("h2"), function (h) { return h.id !== "__comments"; });
+    ctx = { repo: repo, title: title, article: article, heads: heads };
+    heads.forEach(function (h) {
+      if (h.nextElementSibling && h.nextElementSibling.matches(".llm-ask")) return;
+      var name = text(h), p = el("p", "llm-ask", ""), a = el("a", "", "提问");
+      a.appendChild(el("span", "llm-sr", "：" + name));
+      link(a, "/discussions/new", {
+        category: "q-a",
+        title: title + "：" + name,
+        body: "文章：" + title + "\n小节：" + name + "\n页面：" + here(h) + "\n\n（你的问题）\n"
+      });
+      p.appendChild(a);
+      h.after(p);
+    });
+    bar = el("div", "llm-fix", "");
+    bar.hidden = true;
+    fix = el("a", "", "纠错");
+    fix.addEventListener("mousedown", function (e) { e.preventDefault(); });  // 保住选区
+    bar.appendChild(fix);
+    article.appendChild(bar);
+  }
+
+  document.addEventListener("selectionchange", function () {
+    if (!ctx) return;
+    var sel = getSelection(), r = sel.rangeCount && sel.getRangeAt(0);
+    var quote = r ? sel.toString().replace(/\n{3,}/g, "\n\n").trim() : "";
+    bar.hidden = !quote || !ctx.article.contains(r.commonAncestorContainer) || bar.contains(r.startContainer);
+    if (bar.hidden) return;
+    var chars = Array.from(quote), h = null;
+    if (chars.length > MAX) quote = chars.slice(0, MAX).join("") + "……";
+    ctx.heads.forEach(function (x) {  // 选区前最后一个标题
+      if (x.compareDocumentPosition(r.startContainer) & Node.DOCUMENT_POSITION_FOLLOWING) h = x;
+    });
+    link(fix, "/issues/new", {
+      template: "correction.md",
+      title: "[纠错] " + ctx.title + "：" + text(h),
+      body: "## 原文\n\n> " + quote.replace(/\n/g, "\n> ") + "\n\n页面：" + here(h) + "\n小节：" + text(h) +
+        "\n\n## 应该怎么改\n\n"
+    });
+  });
+
+  if (window.document$ && typeof window.document$.subscribe === "function") {
+    window.document$.subscribe(mount);
+  } else {
+    document.addEventListener("DOMContentLoaded", mount);
+  }
+})();
