@@ -17,12 +17,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-# (kind, test file prefixes), first match wins
+CLAIMS = "文中数字的复算（claims）"  # tests/figures/test_*_claims.py
+# (kind, test file prefixes), first match wins; the claims modules are picked out by name first
 KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("增量预览（随机编辑序列、真实服务器）", ("tests/site/test_incremental.py", "tests/site/test_serve_recovers.py",
                                          "tests/bench/test_serve_scale.py")),
     ("浏览器（Chromium）", ("tests/browser/", "tests/labs/test_lab_browser.py", "tests/security/test_payload_site.py")),
-    ("文中数字的复算（claims）", ("tests/figures/test_",)),  # refined below: only *_claims.py
     ("代码（code/ 的单元测试）", ("tests/code/",)),
     ("站点构建与流水线（图、实验、检查、部署）", ("tests/",)),
 )
@@ -36,12 +36,9 @@ class Case:
 
 
 def kind_of(file: str) -> str:
-    for kind, prefixes in KINDS:
-        if kind.startswith("文中数字") and not file.endswith("_claims.py"):
-            continue
-        if any(file.startswith(p) for p in prefixes):
-            return kind
-    return "其他"
+    if file.startswith("tests/figures/") and file.endswith("_claims.py"):
+        return CLAIMS
+    return next((kind for kind, prefixes in KINDS if file.startswith(prefixes)), "其他")
 
 
 def read(report: Path) -> list[Case]:

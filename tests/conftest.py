@@ -49,7 +49,8 @@ os.environ.setdefault("LLM_ARTIFACT_CACHE", str(ROOT / ".cache" / "artifacts"))
 #   the ProperDocs comparison.
 # Run as plain `pytest` (one process), the same code path is taken with one participant.
 
-SHARED_ENV = "LLM_TEST_SHARED"  # the shared folder; set by the controlling process for its workers
+SHARED_ENV = "LLM_TEST_SHARED"  # the shared folder
+PORT_ENV = "LLM_TEST_PORT"  # the port the controlling process serves the built site on
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -70,8 +71,7 @@ class _QuietServer(http.server.ThreadingHTTPServer):
 @pytest.hookimpl(trylast=True)  # after pytest's own tmp_path setup
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: the controller serves
-        os.environ[SHARED_ENV] = config.workerinput[SHARED_ENV]
-        os.environ["LLM_TEST_PORT"] = config.workerinput["LLM_TEST_PORT"]
+        os.environ.update({name: config.workerinput[name] for name in (SHARED_ENV, PORT_ENV)})
         return
     # In the run's base temporary folder (pytest keeps the last three runs' folders, screenshots and reports included)
     shared = config._tmp_path_factory.getbasetemp() / "shared"
@@ -82,15 +82,14 @@ def pytest_configure(config: pytest.Config) -> None:
     httpd = _QuietServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, name="site-server", daemon=True)
     thread.start()
-    config.stash[_SERVER] = (httpd, thread, shared)
+    config.stash[_SERVER] = (httpd, thread)
     os.environ[SHARED_ENV] = str(shared)
-    os.environ["LLM_TEST_PORT"] = str(httpd.server_address[1])
+    os.environ[PORT_ENV] = str(httpd.server_address[1])
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:  # xdist: what each worker is told
-    node.workerinput[SHARED_ENV] = os.environ[SHARED_ENV]
-    node.workerinput["LLM_TEST_PORT"] = os.environ["LLM_TEST_PORT"]
+    node.workerinput.update({name: os.environ[name] for name in (SHARED_ENV, PORT_ENV)})
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -110,7 +109,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     served = config.stash.get(_SERVER, None)
     if served is None:
         return
-    httpd, thread, _ = served
+    httpd, thread = served
     httpd.shutdown()
     thread.join(timeout=10)
     httpd.server_close()
@@ -179,8 +178,12 @@ def _require_clean(name: str, cmd: list[str], result: dict, out_dir: Path) -> st
     return output
 
 
+def site_port() -> int:
+    return int(os.environ[PORT_ENV])
+
+
 def site_url() -> str:
-    return f"http://127.0.0.1:{os.environ['LLM_TEST_PORT']}/{SUBPATH}/"
+    return f"http://127.0.0.1:{site_port()}/{SUBPATH}/"
 
 
 @pytest.fixture(scope="session")
@@ -191,7 +194,7 @@ def built_site() -> BuiltSite:
     cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out_dir)]
     result = once_per_run("built-site", lambda: _build(cmd, env, 900))
     output = _require_clean("mkdocs build", cmd, result, out_dir)
-    return BuiltSite(out_dir, site_url(), output, int(os.environ["LLM_TEST_PORT"]))
+    return BuiltSite(out_dir, site_url(), output, site_port())
 
 
 @dataclass

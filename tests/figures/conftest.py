@@ -108,10 +108,3 @@ def declared(repo: Repo) -> dict[str, list[str]]:
             current = line.split()[0]
     return out
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _trained_models_for_claims(request: pytest.FixtureRequest) -> None:
-    """A claims module reads the trained models the build made (``trained_artifacts``), never trains its own:
-    with the suite split over workers, which module runs first is not fixed."""
-    if request.module.__name__.endswith("_claims"):
-        request.getfixturevalue("trained_artifacts")

@@ -16,6 +16,7 @@ a tag, and a stage title and summary hold the ACCEPTED payloads. Then:
 
 from __future__ import annotations
 
+import contextlib
 import html.parser
 import json
 import os
@@ -195,20 +196,9 @@ def test_json_outputs_parse_and_search_titles_are_escaped_html(payload_site: Pay
         assert not parser.tags & INJECTED_TAGS and not parser.attrs & INJECTED_ATTRS, t
 
 
-# Fire the events an injected handler would wait for, on every element showing a payload.
-_POKE = """() => {
-  for (const el of document.querySelectorAll("body *")) {
-    const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.includes("XSS"));
-    const attr = [...el.attributes].some(a => a.value.includes("XSS"));
-    if (!own && !attr) continue;
-    for (const type of ["mouseover", "mouseenter", "focus", "focusin"]) el.dispatchEvent(new Event(type));
-  }
-}"""
-
-
-@pytest.mark.slow
-@pytest.mark.browser
-def test_no_payload_runs_in_the_browser(payload_site: PayloadSite, browser) -> None:
+@contextlib.contextmanager
+def _served(payload_site: PayloadSite, browser):
+    """(base URL, browser context): the payload site on its own local server; requests elsewhere are refused."""
     import functools
     import http.server
     import threading
@@ -225,6 +215,28 @@ def test_no_payload_runs_in_the_browser(payload_site: PayloadSite, browser) -> N
     context.route("**/*", lambda route: route.abort() if not route.request.url.startswith(base)
                   else route.continue_())
     try:
+        yield base, context
+    finally:
+        context.close()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+# Fire the events an injected handler would wait for, on every element showing a payload.
+_POKE = """() => {
+  for (const el of document.querySelectorAll("body *")) {
+    const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.includes("XSS"));
+    const attr = [...el.attributes].some(a => a.value.includes("XSS"));
+    if (!own && !attr) continue;
+    for (const type of ["mouseover", "mouseenter", "focus", "focusin"]) el.dispatchEvent(new Event(type));
+  }
+}"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_no_payload_runs_in_the_browser(payload_site: PayloadSite, browser) -> None:
+    with _served(payload_site, browser) as (base, context):
         pg = context.new_page()
         pg.set_default_timeout(10_000)
         pages = [p.relative_to(payload_site.site).as_posix() for p in _outputs(payload_site.site, "index.html")]
@@ -243,10 +255,6 @@ def test_no_payload_runs_in_the_browser(payload_site: PayloadSite, browser) -> N
         pg.wait_for_selector(".md-search-result__item", state="attached")
         assert pg.evaluate("window.__xss") is None
         assert pg.evaluate("document.querySelectorAll('.md-search-result mask').length") == 0
-    finally:
-        context.close()
-        httpd.shutdown()
-        httpd.server_close()
 
 
 _ASK = """(id) => {
@@ -262,24 +270,10 @@ _ASK = """(id) => {
 @pytest.mark.slow
 @pytest.mark.browser
 def test_feedback_links_carry_hostile_text_exactly(payload_site: PayloadSite, browser) -> None:
-    import functools
-    import http.server
-    import threading
     from urllib.parse import parse_qs, urlsplit
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    handler = functools.partial(Quiet, directory=str(payload_site.site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{httpd.server_address[1]}/"
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN")
-    context.route("**/*", lambda route: route.abort() if not route.request.url.startswith(base)
-                  else route.continue_())
     errors: list[str] = []
-    try:
+    with _served(payload_site, browser) as (base, context):
         pg = context.new_page()
         pg.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
         pg.on("pageerror", lambda err: errors.append(str(err)))
@@ -302,7 +296,3 @@ def test_feedback_links_carry_hostile_text_exactly(payload_site: PayloadSite, br
         assert pg.evaluate("window.__xss") is None
         assert pg.evaluate("document.querySelectorAll('mask, t').length") == 0
         assert errors == []
-    finally:
-        context.close()
-        httpd.shutdown()
-        httpd.server_close()
