@@ -200,6 +200,39 @@ def build(item: Planned, code_dir: Path = CODE) -> Path:
         raise
 
 
+def _compute_side_by_side(names: list[str], out: TextIO) -> None:
+    """Compute the stale artifacts ``names``, each in its own fresh process, as many at once as there are cores
+    (each trains on one thread, so the bits do not depend on how many run at once). Their lines are printed in
+    the order of ``names``; the first failure is raised once all have finished."""
+    import tempfile
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    with tempfile.TemporaryDirectory(prefix="llm-artifacts-") as tmp:
+        logs = {name: (Path(tmp) / f"{i}.out", Path(tmp) / f"{i}.err") for i, name in enumerate(names)}
+        codes: dict[str, int] = {}
+        pending = list(names)
+        running: dict[str, subprocess.Popen[bytes]] = {}
+        while pending or running:
+            while pending and len(running) < max(1, cores):
+                name = pending.pop(0)
+                with logs[name][0].open("wb") as stdout, logs[name][1].open("wb") as stderr:
+                    running[name] = subprocess.Popen([sys.executable, "-m", "llmsite", "artifacts", "--only", name],
+                                                     cwd=ROOT, stdout=stdout, stderr=stderr)
+            for name, proc in list(running.items()):
+                if proc.poll() is not None:
+                    codes[name] = proc.returncode
+                    del running[name]
+            if running:
+                time.sleep(0.2)
+        text = {name: (o.read_text(encoding="utf-8"), e.read_text(encoding="utf-8")) for name, (o, e) in logs.items()}
+    for name in names:
+        for line in text[name][0].splitlines():
+            print(line, file=out, flush=True)
+    for name in names:
+        if codes[name] != 0:
+            raise ArtifactError(text[name][1].strip() or text[name][0].strip())
+
+
 def ensure(needed: list[Artifact], out: TextIO | None = None, code_dir: Path = CODE) -> dict[str, Path]:
     """Make sure the ``needed`` artifacts are cached (computing stale ones in a fresh process), then point
     ``LLM_ARTIFACT_<NAME>`` at every declared artifact that is cached. Returns {name: file}."""
@@ -214,12 +247,7 @@ def ensure(needed: list[Artifact], out: TextIO | None = None, code_dir: Path = C
         build_cache.clean_stale_staging(cache_dir)
         stale = [item.artifact.name for item in plan(needed, code_dir=code_dir) if not item.cached]
         if stale:
-            cmd = [sys.executable, "-m", "llmsite", "artifacts"] + [arg for name in stale for arg in ("--only", name)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", cwd=ROOT)
-            for line in proc.stdout.splitlines():
-                print(line, file=out, flush=True)
-            if proc.returncode != 0:
-                raise ArtifactError(proc.stderr.strip() or proc.stdout.strip())
+            _compute_side_by_side(stale, out)
     paths = {}
     for item in plan(list(discover(code_dir).values()), code_dir=code_dir):
         path = item.path()

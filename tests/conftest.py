@@ -4,7 +4,7 @@ and console error. The run may be split over several pytest-xdist workers; what 
 built by whichever worker asks first and read by the others (see "one run, several workers").
 
 - ``built_site``: ``mkdocs build --strict`` into ``<shared>/pages/llm-study-platform``, once per run.
-- ``clean_build``: the same commit built again by ProperDocs with every cache empty, once per run.
+- ``clean_build``: the same commit built again by ProperDocs with an empty site cache, once per run.
 - ``site_server``: ``<shared>/pages`` served on 127.0.0.1, so the site lives at ``/llm-study-platform/``.
 - ``browser`` / ``page``: Playwright with the system Chromium; the ``page`` fixture fails the
   test at teardown if any request left 127.0.0.1:<port> or the page logged an error.
@@ -103,6 +103,37 @@ def pytest_xdist_auto_num_workers(config) -> int:
         return int(os.environ["LLM_TEST_WORKERS"])
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return cores + 1
+
+
+# Scheduling. xdist hands whole files (`--dist loadfile`) to whichever worker is nearly idle, in collection order
+# (`--no-loadscope-reorder`; by default it would sort files by their number of tests). The order below keeps both
+# cores busy from the first second: the files that start the run's two shared builds go first (each build then runs
+# in its own worker while it waits), then every file that needs nothing shared (they fill the cores while the builds
+# run), then the files that read a build. Within a group the longest files (bench/README.md's table) start first,
+# so that no long file is left running alone at the end. The order changes only when tests run, never what they do.
+STARTERS = ("tests/site/test_built_html.py", "tests/site/test_properdocs.py")
+LONGEST = (
+    "tests/browser/test_accessibility.py", "tests/labs/test_real_labs.py", "tests/site/test_incremental.py",
+    "tests/figures/test_pipeline.py", "tests/labs/test_pipeline.py", "tests/security/test_plain_text_fields.py",
+    "tests/code/test_tiny_transformer.py", "tests/code/test_shape_contracts.py", "tests/scaffold/test_new_article.py",
+    "tests/figures/test_errors.py", "tests/labs/test_lab_pages.py", "tests/browser/test_site.py",
+)
+SHARED_FIXTURES = frozenset({"built_site", "clean_build", "repo_cache", "trained_artifacts", "executed_labs"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def file_of(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    shared = {file_of(item) for item in items if SHARED_FIXTURES & set(getattr(item, "fixturenames", ()))}
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        name = file_of(item)
+        if name in STARTERS:
+            return 0, STARTERS.index(name)
+        return (2 if name in shared else 1), (LONGEST.index(name) if name in LONGEST else len(LONGEST))
+
+    items.sort(key=rank)  # stable: tests keep their order within a file, files within a rank
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -205,17 +236,22 @@ class CleanBuild:
 
 
 @pytest.fixture(scope="session")
-def clean_build(built_site: BuiltSite) -> CleanBuild:
-    """A second build of the same commit by ProperDocs (MkDocs' maintained fork), with every cache empty: every
-    figure redrawn, every model retrained, every lab re-executed. Compared file by file with ``built_site`` by the
-    reproducibility test (same bytes) and the ProperDocs test (only the generator tag differs)."""
+def clean_build(trained_artifacts: dict[str, Path]) -> CleanBuild:
+    """A second build of the same commit by ProperDocs (MkDocs' maintained fork), with its site cache empty: every
+    figure redrawn, every lab re-executed. Compared file by file with ``built_site`` by the reproducibility test (same
+    bytes) and the ProperDocs test (only the generator tag differs).
+
+    The trained models are the one thing it reads from the run's artifact cache: they are trained once per run (by
+    whichever comes first, under ``artifacts.ensure``'s lock). That training is reproducible bit for bit in a fresh
+    process is checked where a reader meets it: the downloaded labs train their models in an empty folder and must
+    get the same parameters (``tests/labs/test_real_labs.py``). Not waiting for ``built_site``, the two cold builds
+    run side by side on two cores."""
     out_dir = shared_dir() / "clean" / SUBPATH
     empty = shared_dir() / "empty-cache"
-    env = {**os.environ, "SITE_URL": built_site.base_url, "NO_MKDOCS_2_WARNING": "1", "LLM_SITE_CACHE": str(empty)}
-    env.pop("LLM_ARTIFACT_CACHE", None)  # artifacts then live in the (empty) site cache too
+    env = {**os.environ, "SITE_URL": site_url(), "NO_MKDOCS_2_WARNING": "1", "LLM_SITE_CACHE": str(empty)}
     cmd = [sys.executable, "-m", "properdocs", "build", "--strict", "-f", "mkdocs.yml", "-d", str(out_dir)]
     result = once_per_run("clean-build", lambda: _build(cmd, env, 1800))
-    return CleanBuild(out_dir, _require_clean("properdocs build (empty caches)", cmd, result, out_dir), empty)
+    return CleanBuild(out_dir, _require_clean("properdocs build (empty site cache)", cmd, result, out_dir), empty)
 
 
 @pytest.fixture(scope="session")

@@ -55,10 +55,12 @@ def repo(tmp_path: Path) -> Repo:
 
 
 @pytest.fixture(scope="module")
-def built_repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
-    """A copy whose figures were built once, cold (shared by a module's tests)."""
+def built_repo(tmp_path_factory, clean_build) -> Repo:
+    """A copy whose figure cache is the one the run's second build filled from empty (``clean_build``: every
+    figure drawn cold, by ``python -m llmsite figures`` from the same code), shared by a module's tests. Drawing
+    them all cold once more here would check nothing that build did not."""
     repo = make_repo(tmp_path_factory.mktemp("built") / "repo")
-    repo.run()
+    shutil.copytree(clean_build.cache / "figures", repo.cache)
     return repo
 
 

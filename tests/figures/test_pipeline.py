@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,8 +18,12 @@ from .conftest import Repo, declared, declared_names, edit_definition, make_repo
 MAX_BYTES = 150 * 1024
 
 
-def test_cold_build_makes_every_declared_figure_in_both_themes(built_repo: Repo) -> None:
+def test_cold_build_makes_every_declared_figure_in_both_themes(built_repo: Repo, clean_build) -> None:
+    # the cache was filled from empty, every figure drawn ("生成"), none read
+    drawn = re.search(r"共 (\d+) 张图：(\d+) 张重新生成，0 张来自缓存", clean_build.output)
+    assert drawn and drawn[1] == drawn[2], clean_build.output[-2000:]
     names = set(declared(built_repo))
+    assert int(drawn[1]) == len(names)
     assert len(names) >= 7
     files = built_repo.outputs()
     assert set(files) == {f"{n}/{t}.svg" for n in names for t in ("light", "dark")}
@@ -79,9 +84,14 @@ def test_a_comment_rebuilds_nothing_and_a_changed_function_only_its_figures(buil
         module.write_text(original, encoding="utf-8")
 
 
-def test_force_rebuilds_everything(built_repo: Repo) -> None:
+def test_force_redraws_everything_to_the_same_bytes(built_repo: Repo) -> None:
+    """A forced run draws every figure again in a new process: the same bytes as the cold build that filled the
+    cache (two independent drawings of every figure, light and dark)."""
+    before = built_repo.outputs()
     states = status_lines(built_repo.run("--force").stdout)
-    assert set(states.values()) == {"生成"}
+    assert set(states.values()) == {"生成"} and set(states) == set(declared(built_repo))
+    after = built_repo.outputs()
+    assert after == before, sorted(k for k in after if after[k] != before.get(k))
 
 
 def test_only_builds_one_and_rejects_unknown_names(built_repo: Repo) -> None:
@@ -95,12 +105,6 @@ def test_progress_lines_have_seconds_and_a_total(built_repo: Repo) -> None:
     out = built_repo.run().stdout
     assert re.search(r"\[缓存\] \S+\s+\d+\.\d\d s", out)
     assert re.search(r"共 \d+ 张图：\d+ 张重新生成，\d+ 张来自缓存，用时 \d+\.\d\d s", out)
-
-
-def test_two_clean_builds_are_byte_identical(built_repo: Repo, tmp_path: Path) -> None:
-    other = make_repo(tmp_path / "second")
-    other.run()
-    assert other.outputs() == built_repo.outputs()
 
 
 def test_png_output_is_reproducible_too(tmp_path: Path) -> None:
@@ -117,15 +121,22 @@ def test_png_output_is_reproducible_too(tmp_path: Path) -> None:
     assert (tmp_path / "a0.png").read_bytes() == (tmp_path / "a1.png").read_bytes()
 
 
-def test_killing_the_script_midway_leaves_a_consistent_cache(repo: Repo) -> None:
+def test_killing_the_script_midway_leaves_a_consistent_cache(built_repo: Repo, tmp_path: Path) -> None:
+    # A copy whose cache lacks four figures: the run draws those (two workers), and is killed after the first.
+    repo = make_repo(tmp_path / "repo")
+    shutil.copytree(built_repo.cache, repo.cache)
+    missing = sorted(declared(repo))[:4]
+    for name in missing:
+        shutil.rmtree(repo.cache / name)
     env = {k: v for k, v in os.environ.items() if k != "LLM_SITE_CACHE"}
     proc = subprocess.Popen(
         [sys.executable, "-u", "-m", "llmsite", "figures"],
         cwd=repo.root, stdout=subprocess.PIPE, text=True, env=env,
     )
     assert proc.stdout is not None
-    first = proc.stdout.readline()  # the first figure is done: kill during the second
-    while first.startswith("  [产物]"):  # a build artifact the figures use (cached after the first session)
+    first = proc.stdout.readline()  # the first figure drawn is done: kill while the others are drawn
+    while first and "[生成]" not in first:  # cached figures (and cached build artifacts) are listed first
+        assert "[缓存]" in first or "[产物]" in first or not first.strip(), first
         first = proc.stdout.readline()
     assert "[生成]" in first, first
     time.sleep(0.1)
@@ -138,8 +149,9 @@ def test_killing_the_script_midway_leaves_a_consistent_cache(repo: Repo) -> None
             continue
         data = {"data.json"} if entry.parent.name in interactive else set()
         assert {p.name for p in entry.iterdir()} == {"light.svg", "dark.svg", "inputs.json"} | data, entry
-    # the next run completes, cleans the leftovers and rebuilds only what is missing
+    # the next run completes, cleans the leftovers and draws only what is missing
     states = status_lines(repo.run().stdout)
-    assert "缓存" in states.values() and "生成" in states.values()
+    drawn = {n for n, s in states.items() if s == "生成"}
+    assert drawn and drawn < set(missing), (drawn, missing)
     assert not list(repo.cache.glob(".tmp-*"))
     assert set(repo.outputs()) == {f"{n}/{t}.svg" for n in declared(repo) for t in ("light", "dark")}

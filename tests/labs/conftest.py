@@ -186,8 +186,9 @@ def lab_repo(tmp_path: Path) -> LabRepo:
 
 
 @pytest.fixture(scope="session")
-def executed_labs() -> dict[str, Path]:
-    """The real labs, executed (or taken from the cache) once per session: {name: executed .ipynb}."""
+def executed_labs(repo_cache: Path) -> dict[str, Path]:
+    """The real labs, executed (or taken from the cache) once per session: {name: executed .ipynb}. Asked after the
+    run's build (``repo_cache``), which has executed them into the repository's cache: read, not executed twice."""
     proc = subprocess.run(
         [sys.executable, "-m", "llmsite", "labs"],
         cwd=ROOT, capture_output=True, text=True, encoding="utf-8", timeout=1200,

@@ -294,10 +294,34 @@ sys.meta_path.insert(0, _OnlyAllowed())
 '''
 
 
+# The labs that load a trained model with `pretrained...()`: in an empty folder there is no cache, so the notebook
+# trains it, in a fresh kernel, with the full schedule. Its parameters must be the very bits the site's figures and
+# labs were made from (the run's artifact cache): the one check, each run, that training reproduces across
+# processes. The second cold build (`clean_build`) reads the models instead of training them a third time.
+TRAINS = {"gpt_lab": ("tang-gpt", "gpt_from_scratch", "load_poem_gpt"),
+          "attention_heads_lab": ("tiny-transformer", "tiny_transformer", "load_trained")}
+DIGEST = ("import hashlib\n"
+          "def _digest(module):\n"
+          "    h = hashlib.sha256()\n"
+          "    for k, v in sorted(module.state_dict().items()):\n"
+          "        h.update(k.encode()); h.update(v.detach().contiguous().numpy().tobytes())\n"
+          "    return h.hexdigest()\n")
+
+
+def _artifact_digest(path: Path, module: str, loader: str) -> str:
+    """The digest of a cached model's parameters, computed here exactly as the probe cell computes it."""
+    script = (f"import sys; sys.path.insert(0, 'code')\n{DIGEST}"
+              f"import {module}\nprint(_digest({module}.{loader}(sys.argv[1])[0]))\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LABS)
 def test_downloaded_notebook_runs_in_an_empty_folder(executed_labs: dict[str, Path], name: str,
-                                                     tmp_path: Path) -> None:
+                                                     tmp_path: Path, trained_artifacts: dict[str, Path]) -> None:
     """The published .ipynb runs top to bottom with plain nbconvert in an empty folder outside the repository,
     a fresh kernel (fresh IPython profile, PYTHONPATH and the build's variables cleared) and no package but
     torch, numpy, matplotlib and Jupyter's own importable: the font package is blocked, so figkit falls back."""
@@ -308,6 +332,8 @@ def test_downloaded_notebook_runs_in_an_empty_folder(executed_labs: dict[str, Pa
     probe = ("import sys\n"
              "print('字体包', sys.modules['figkit'].FONT_PATH)\n"
              "try:\n    import jupytext\nexcept ModuleNotFoundError:\n    print('jupytext 不可用')\n")
+    if name in TRAINS:
+        probe += DIGEST + "print('参数摘要', _digest(model))\n"
     nb["cells"].append({"cell_type": "code", "execution_count": None, "id": "probe", "metadata": {},
                         "outputs": [], "source": probe})
     (work / f"{name}.ipynb").write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
@@ -331,7 +357,13 @@ def test_downloaded_notebook_runs_in_an_empty_folder(executed_labs: dict[str, Pa
     assert "字体包 None" in text and "jupytext 不可用" in text, "the import blocker was in force"
     written = {p.name: p.read_bytes() for p in (work / lab_pipeline.BUNDLE_DIR).iterdir()}
     assert written == _expected_bundle(name)
-    if name == "attention_heads_lab":
-        # No cached model here: the notebook trains it, and gets the very scores printed on the site.
+    if name in TRAINS:
+        # No cached model here: the notebook trains it, and gets the very parameters the site was built from.
+        artifact, module, loader = TRAINS[name]
         assert "现场训练" in text and "训练用时" in text
+        digest = re.search(r"参数摘要 ([0-9a-f]{64})", text)
+        assert digest, text[-2000:]
+        assert digest[1] == _artifact_digest(trained_artifacts[artifact], module, loader), \
+            f"{name}: training in a fresh kernel gave other parameters than the cached {artifact}"
+    if name == "attention_heads_lab":
         assert head_table(work / "executed.ipynb") == head_table(executed_labs[name])
