@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum
 NODE_STAMP := node_modules/.installed-$(shell cksum < package-lock.json | cut -d' ' -f1)
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup node-tools serve build check test lint figures labs new bench lock-py313 clean
+.PHONY: setup node-tools bench-tools serve build check test lint figures labs new bench lock-py313 clean
 
 setup: $(STAMP)
 
@@ -50,7 +50,17 @@ labs: setup
 new: setup
 	$(BIN)/python -m llmsite new
 
-bench: setup
+# bench/node_modules/ holds Lighthouse (111 MB), for `make bench` only; `make test` never installs it.
+BENCH_STAMP := bench/node_modules/.installed-$(shell cksum < bench/package-lock.json | cut -d' ' -f1)
+$(BENCH_STAMP): bench/package.json bench/package-lock.json
+	cd bench && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	rm -f bench/node_modules/.installed-* && touch $@
+
+bench-tools:
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(BENCH_STAMP); \
+	else echo "没有 npm：基准测试里的 Lighthouse 一项会报告没有安装，其余照常运行"; fi
+
+bench: setup bench-tools
 	$(BIN)/python -m llmsite bench
 
 test: setup node-tools

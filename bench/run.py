@@ -6,6 +6,7 @@
     python -m llmsite bench --only serve-scale --serve-sizes 100,1000   # preview servers at N articles
     python -m llmsite bench --only scaling --sizes 1000 --scaling-repeats 8   # per-article ratio at N = 1,000
     python -m llmsite bench --only marginal [--marginal-suite]   # cost of one more article: cold build (and suite)
+    python -m llmsite bench --only lighthouse [--lighthouse-repeats N]   # mobile Lighthouse, ours vs plain Material
     python -m llmsite bench --out bench-results/ --keep
 
 Everything runs in temporary copies of the repository (docs/, code/, data/,
@@ -29,13 +30,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import build, common, marginal, report, scaling, serve, serve_scale, weight
+from bench import build, common, lighthouse, marginal, report, scaling, serve, serve_scale, weight
 from bench.common import REPO, BenchError, fingerprint, load_average, log, machine_info
 
-FAMILIES = ("build", "serve", "scaling", "weight", "serve-scale", "marginal")
+FAMILIES = ("build", "serve", "scaling", "weight", "lighthouse", "serve-scale", "marginal")
 # Without --only: all but serve-scale (three preview servers at N = 100 and 1,000: about 30 minutes more) and
 # marginal (two cold builds, and with --marginal-suite two runs of the test suite: about an hour).
-DEFAULT_FAMILIES = ("build", "serve", "scaling", "weight")
+DEFAULT_FAMILIES = ("build", "serve", "scaling", "weight", "lighthouse")
 FULL_SIZES = [10, 100, 300, 1000]
 QUICK_SIZES = [10, 100]
 
@@ -86,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--marginal-suite", action="store_true", help="marginal: also time the test suite in both copies (long)"
+    )
+    parser.add_argument(
+        "--lighthouse-repeats", type=int, default=1, help="lighthouse: runs of each page on each site (median)"
     )
     parser.add_argument("--profile", action="store_true", help="profile one scaled build even if linear")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies (path is printed)")
@@ -156,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
             mctx = marginal.MarginalContext(tmp, repeats=args.marginal_repeats, suite=args.marginal_suite)
             results["settings"]["marginal"] = {"repeats": mctx.repeats, "suite": mctx.suite}
             _guard("marginal", lambda: marginal.run(mctx), results)  # type: ignore[arg-type]
+        if "lighthouse" in families:
+            results["settings"]["lighthouse_repeats"] = args.lighthouse_repeats
+            _guard("lighthouse", lambda: lighthouse.run(tmp, build.ensure_seed(bctx)[1], args.lighthouse_repeats),
+                   results)
         if "weight" in families:
             sc = results.get("scaling") or {}
             scaled = Path(sc["largest_site"]) if sc.get("largest_site") else None
@@ -187,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     if (results.get("serve-scale") or {}).get("table"):
         text += "\n\nPreview servers at scale (save -> page served; ratios against plain Material)\n"
         text += results["serve-scale"]["table"]
+    if (results.get("lighthouse") or {}).get("table"):
+        text += "\n\nLighthouse, mobile (slow 4G, 4x CPU slowdown), gzip server; ours vs plain Material\n"
+        text += results["lighthouse"]["table"]
     if (results.get("marginal") or {}).get("table"):
         text += "\n\nMarginal cost of one more article (a copy without it against a copy with it)\n"
         text += results["marginal"]["table"]

@@ -191,3 +191,42 @@ def test_search_index_hook_rewrites_compactly(tmp_path: Path) -> None:
     assert not list(index.parent.glob(".search_index-*"))
     assert hook.compact(b'{"t":"\\ud800"}') is None  # a lone surrogate stays escaped
     hook.rewrite(tmp_path / "nowhere", budget_kb=0)  # no index: nothing to do
+
+
+def test_lighthouse_pages_cover_every_kind_of_page(tmp_path: Path) -> None:
+    from bench import lighthouse
+
+    for rel in ("", "articles/", "articles/a/", "articles/page/2/", "route/", "tags/", "labs/x_lab/", "about/"):
+        (tmp_path / rel).mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel / "index.html").write_text("<html></html>", encoding="utf-8")
+    names = [p.name for p in lighthouse.pages_of(tmp_path)]
+    assert names == ["home", "list", "route", "tags", "article:a", "lab:x_lab"]  # list pages 2… are not articles
+
+
+def test_lighthouse_summary_reads_the_report_fields() -> None:
+    from bench import lighthouse
+
+    report = {
+        "categories": {"performance": {"score": 0.76}, "accessibility": {"score": 1}, "seo": {"score": None}},
+        "audits": {
+            "total-blocking-time": {"numericValue": 1250.4},
+            "largest-contentful-paint": {"numericValue": 1500},
+            "cumulative-layout-shift": {"numericValue": 0.01},
+            "dom-size": {"numericValue": 7403},
+            "total-byte-weight": {"numericValue": 400_000},
+            "mainthread-work-breakdown": {"details": {"items": [
+                {"group": "styleLayout", "groupLabel": "Style & Layout", "duration": 2900.6},
+                {"group": "scriptEvaluation", "groupLabel": "Script Evaluation", "duration": 700}]}},
+            "bootup-time": {"details": {"items": [{"url": "a.js", "total": 10}, {"url": "bundle.js", "total": 900}]}},
+            "long-tasks": {"details": {"items": [{"url": "bundle.js", "duration": 1200}]}},
+        },
+    }
+    s = lighthouse.summarize(report)
+    assert s["scores"] == {"performance": 76, "accessibility": 100}  # a category without a score is left out
+    assert (s["tbt_ms"], s["dom_elements"], s["cls"]) == (1250.4, 7403, 0.01)
+    assert s["main_thread_ms"] == {"Style & Layout": 2901, "Script Evaluation": 700}
+    assert list(s["scripts_ms"]) == ["bundle.js", "a.js"]  # most main-thread time first
+    assert s["long_tasks"] == [{"url": "bundle.js", "ms": 1200}]
+    median = lighthouse.median_summary([s, {**s, "tbt_ms": 100.0}, {**s, "tbt_ms": 3000.0}])
+    assert median["tbt_ms"] == 1250.4 and median["repeats"] == 3
+    assert "| x | 76 | 1250 ms | 1.5 s | 0.010 | 7403 | 391 KiB |" in lighthouse.table({"x": {"ours": s}})
