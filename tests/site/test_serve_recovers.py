@@ -148,6 +148,10 @@ def test_serve_reports_a_broken_figure_and_lab_and_recovers(built_site: BuiltSit
     server = Server(root, tmp_path / "serve.log")
     try:
         server.wait_page("articles/transformer-attention/", "<h1", timeout=600)
+        # a preview writes no service worker and no offline list: offline.js has nothing to register
+        for name in ("sw.js", "offline.json"):
+            status, body = _get(server.base + name)
+            assert status == 0 and "404" in body, (name, status)
 
         # 1. a figure function that raises
         module = root / FIGURE_MODULE
