@@ -163,19 +163,41 @@ def route_overview(site: Site, from_uri: str) -> str:
     return "\n".join(out)
 
 
+# The reading progress (docs/assets/javascripts/progress.js) shows, fills and wires these; hidden without the script.
+PROGRESS_TOOLS = "\n".join([
+    '<div class="llm-progress" role="group" aria-label="阅读进度" data-llm-progress hidden>',
+    '<p class="llm-progress__tools">'
+    '<button type="button" class="llm-btn" data-llm-do="export">导出进度</button>'
+    '<button type="button" class="llm-btn" data-llm-do="import">导入进度…</button>'
+    '<button type="button" class="llm-btn" data-llm-do="reset">清除进度</button>'
+    '<input type="file" accept=".json,application/json" hidden></p>',
+    '<p class="llm-progress__note" role="status"></p>',
+    "</div>",
+])
+
+
+def stage_bar(stage: int, articles: int) -> str:
+    """A stage's progress bar (its count is filled in by progress.js)."""
+    return (f'<p class="llm-stage" hidden><label for="llm-stage-{stage}">本阶段已读 <span>0</span> / {articles}</label>'
+            f'<progress id="llm-stage-{stage}" max="{articles}" value="0"></progress></p>')
+
+
 def route_page(site: Site, from_uri: str, raw: Raw = itself) -> str:
-    out: list[str] = []
+    out: list[str] = [raw(PROGRESS_TOOLS), ""]
     number = 0
     for i, stage in enumerate(site.route.stages):
         out += [f"## {md_text(stage.title)}", "", f"<p>{text(stage.summary)}</p>", ""]
         members = [a for a in site.articles.values() if a.stage == i]
         if not members:
             continue
-        # numbering continues across stages: the route is one ordered path
-        items = [f'<ol class="llm-route" start="{number + 1}">']
+        # numbering continues across stages: the route is one ordered path;
+        # data-llm-route-*: which stage and article each list and item is, for the reading progress
+        items = [stage_bar(i + 1, len(members)),
+                 f'<ol class="llm-route" start="{number + 1}" data-llm-route-stage="{i + 1}">']
         for a in members:
             number += 1
-            items.append(f"<li><p>{text_link(from_uri, a.src_uri, a.title)}：{text(a.description)}"
+            items.append(f'<li data-llm-route-article="{text(a.slug)}">'
+                         f"<p>{text_link(from_uri, a.src_uri, a.title)}：{text(a.description)}"
                          f"（{a.readtime} 分钟阅读）</p>")
             if a.labs:
                 items.append("<ul>")
