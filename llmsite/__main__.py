@@ -11,10 +11,11 @@ from llmsite import paths
 COMMANDS = {
     "serve": ("llmsite.mkdocs.serve", "本地预览，保存后只重建受影响的页面"),
     "check": ("llmsite.cli.check", "检查文章与数据文件（与构建中的检查相同）"),
-    "figures": ("llmsite.cli.figures", "生成文章中的图（带缓存）"),
+    "figures": ("llmsite.cli.figures", "生成文章中的图和练习的答案（带缓存）"),
     "labs": ("llmsite.cli.labs", "执行动手实验（带缓存）"),
     "artifacts": ("llmsite.cli.artifacts", "计算构建产物，例如训练好的小模型（带缓存）"),
-    "new": ("llmsite.scaffold", "新建一篇文章：文章、配套代码、测试，并加入学习路线"),
+    "new": ("llmsite.scaffold", "新建一篇文章：文章、配套代码、图和练习答案、测试，并加入学习路线"),
+    "pdf": ("llmsite.cli.pdf", "把学习路线打印成一个 PDF（先构建网站）"),
     "bench": ("bench.run", "基准测试（在仓库的 bench/ 中，不属于构建）"),
 }
 

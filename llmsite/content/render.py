@@ -182,6 +182,18 @@ def stage_bar(stage: int, articles: int) -> str:
             f'<progress id="llm-stage-{stage}" max="{articles}" value="0"></progress></p>')
 
 
+PDF_URL = "downloads/llm-route.pdf"  # where `python -m llmsite pdf` writes the route's book inside the site
+
+
+def route_pdf(from_uri: str, published: bool) -> str:
+    """The route page's link to the PDF of the whole route, when the deploy publishes one (plugin option ``pdf``)."""
+    if not published:
+        return ""
+    href = text(_href(from_uri, PDF_URL))
+    return (f'<p class="llm-pdf"><a href="{href}" download>下载整条学习路线的 PDF</a>'
+            "：全部文章按阅读顺序排好，带目录和书签，公式和图与网页相同；每篇文章的开头写着它的在线地址。</p>")
+
+
 def route_page(site: Site, from_uri: str, raw: Raw = itself) -> str:
     out: list[str] = [raw(PROGRESS_TOOLS), ""]
     number = 0

@@ -12,3 +12,4 @@ class SiteConfig(Config):
     search_index_budget_kb = c.Type(int, default=0)  # gzip budget of the search index; 0: no budget
     figures = c.Type(bool, default=True)  # build-time figures; the benchmark turns them off to measure them
     content_security_policy = c.Type(bool, default=True)  # a CSP <meta> on every built page (not under serve)
+    pdf = c.Type(bool, default=False)  # the route page links to downloads/llm-route.pdf (the deploy prints it)

@@ -4,6 +4,7 @@
 - ``<!-- site:route-overview -->`` the stages of the learning route (home page)
 - ``<!-- site:article-list -->``   the article list, newest first, paginated
 - ``<!-- site:route -->``          the full learning route
+- ``<!-- site:route-pdf -->``      the link to the route's PDF (only when the plugin option ``pdf`` is on)
 
 Pages 2..n of the article list are added as generated files (``articles/page/<n>.md``), never
 written into docs/.
@@ -30,8 +31,8 @@ _PLACEHOLDER = "<!-- llmsite:raw {n} -->"
 
 
 class Listings:
-    def __init__(self, site: Site, per_page: int, latest: int) -> None:
-        self.site, self.per_page, self.latest = site, per_page, latest
+    def __init__(self, site: Site, per_page: int, latest: int, pdf: bool = False) -> None:
+        self.site, self.per_page, self.latest, self.pdf = site, per_page, latest, pdf
         self._deferred: dict[str, dict[str, str]] = {}  # page -> placeholder -> its raw HTML block
 
     def add_pages(self, files: Any, config: Any) -> None:
@@ -68,7 +69,10 @@ class Listings:
                 return render.article_list(site, int(arg or 1), self.per_page, uri, raw)
             if name == "route":
                 return render.route_page(site, uri, raw)
-            raise PluginError(f"{uri}: 未知的生成标记 site:{name}（可用：latest、route-overview、article-list、route）")
+            if name == "route-pdf":
+                return render.route_pdf(uri, self.pdf)
+            raise PluginError(f"{uri}: 未知的生成标记 site:{name}"
+                              "（可用：latest、route-overview、article-list、route、route-pdf）")
 
         return MARKER.sub(replace, markdown)
 

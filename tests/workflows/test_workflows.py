@@ -527,3 +527,15 @@ def test_py313_lock_is_pip_compile_output_without_torch_cuda_or_machine_paths():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     for name in re.findall(r"--unsafe-package=(\S+)", text):
         assert name == "torch" or name in makefile, name
+
+
+def test_deploy_prints_the_route_pdf_from_the_built_pages_before_the_upload():
+    build = load(DEPLOY)["jobs"]["build"]
+    built = index_of_run(build, "mkdocs build --strict")
+    printed = index_of_run(build, "python -m llmsite pdf")
+    (upload,) = steps_using(build, "actions/upload-pages-artifact")
+    assert built < printed < steps(build).index(upload), "the PDF is printed from this build and published with it"
+    assert steps(build)[built]["env"].get("LLM_PDF") == "true", "the route page links the PDF"
+    fonts = index_of_run(build, "fonts-wqy-microhei")
+    assert fonts < printed, "Chinese fonts are installed before Chromium prints"
+    assert steps(build)[printed]["env"]["SITE_URL"] == steps(build)[built]["env"]["SITE_URL"]

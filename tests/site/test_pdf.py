@@ -1,0 +1,93 @@
+"""The route as one PDF (``python -m llmsite pdf``, llmsite/pdf.py), printed by Chromium from the run's build.
+
+Read back with pypdf: every article of the route in route order, each starting on the page its bookmark and the
+table of contents name, with its online address; Chinese and KaTeX fonts embedded; within the size limit.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pypdf import PdfReader
+
+from llmsite import pdf
+from llmsite.content import render
+from llmsite.content.catalog import load_route
+from tests.conftest import BuiltSite
+
+pytestmark = pytest.mark.browser
+SITE_URL = "https://example.org/llm/"
+
+
+@pytest.fixture(scope="module")
+def printed(built_site: BuiltSite, tmp_path_factory) -> tuple[Path, dict[str, int]]:
+    out = tmp_path_factory.mktemp("pdf") / "route.pdf"
+    return out, pdf.build(built_site.dir, out, SITE_URL)
+
+
+def _titles(built_site: BuiltSite) -> list[tuple[str, str]]:
+    route, _ = load_route()
+    out = []
+    for entry in route.entries:
+        page = (built_site.dir / "articles" / entry.slug / "index.html").read_text(encoding="utf-8")
+        h1 = re.search(r"<h1[^>]*>(.*?)</h1>", page, re.S)
+        assert h1, entry.slug
+        out.append((entry.slug, re.sub(r"<[^>]+>", "", h1.group(1)).strip()))
+    return out
+
+
+def test_every_article_in_route_order_on_the_page_the_contents_give(printed, built_site: BuiltSite) -> None:
+    path, pages = printed
+    reader = PdfReader(str(path))
+    titles = _titles(built_site)
+    assert list(pages) == [slug for slug, _ in titles]
+    assert list(pages.values()) == sorted(pages.values()) and len(set(pages.values())) == len(pages)
+    # the bookmarks: one per article, pointing at the page where its text starts
+    marks = {}
+
+    def walk(entries):
+        for e in entries:
+            if isinstance(e, list):
+                walk(e)
+            else:
+                marks.setdefault(str(e.title).strip(), reader.get_destination_page_number(e) + 1)
+    walk(reader.outline)
+    contents = reader.pages[1].extract_text()
+    for slug, title in titles:
+        assert marks[title] == pages[slug], title
+        first_page = reader.pages[pages[slug] - 1].extract_text()
+        assert f"{SITE_URL}articles/{slug}/" in first_page.replace("\n", ""), slug
+        # the contents' line for the article ends with its page number
+        words = re.sub(r"\s+", "", title)
+        assert re.search(re.escape(words) + str(pages[slug]), re.sub(r"\s+", "", contents)), (title, contents)
+
+
+def test_fonts_are_embedded_and_the_file_is_small(printed) -> None:
+    path, _ = printed
+    assert path.stat().st_size <= pdf.MAX_BYTES
+    reader = PdfReader(str(path))
+    fonts = {}
+    for page in reader.pages:
+        for font in ((page.get("/Resources") or {}).get("/Font") or {}).values():
+            font = font.get_object()
+            if font.get("/Subtype") == "/Type3":
+                continue  # glyphs drawn by the PDF's own content streams: nothing to embed
+            descendants = font.get("/DescendantFonts")
+            descriptor = (descendants[0].get_object() if descendants else font).get("/FontDescriptor")
+            if descriptor is not None:
+                d = descriptor.get_object()
+                fonts[str(font.get("/BaseFont"))] = any(k in d for k in ("/FontFile", "/FontFile2", "/FontFile3"))
+    assert fonts and all(fonts.values()), fonts
+    assert any("KaTeX" in name for name in fonts), "formulas are typeset with KaTeX's fonts"
+    # a CJK face: the site's font stack falls back to the machine's Chinese font (the README names one)
+    text = reader.pages[3].extract_text()
+    assert re.search(r"[\u4e00-\u9fff]{8}", text), text[:200]
+
+
+def test_the_route_page_links_the_pdf_only_when_one_is_published() -> None:
+    assert render.route_pdf("route.md", False) == ""
+    link = render.route_pdf("route.md", True)
+    assert 'href="../downloads/llm-route.pdf"' in link and "download" in link
+    assert render.PDF_URL == "downloads/llm-route.pdf"
