@@ -19,7 +19,8 @@ PACKAGE = "katex"
 MANIFEST = "SHA256SUMS"
 VERSION_FILE = "VERSION"
 # Release files the site uses, as paths under the tarball's package/dist/.
-DIST_FILES = ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js")
+# katex.min.js runs at build time only (llmsite/tex.py); pages load the CSS and the fonts.
+DIST_FILES = ("katex.min.js", "katex.min.css")
 FONT_GLOB = "fonts/*.woff2"
 CSS = "katex.min.css"
 

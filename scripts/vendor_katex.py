@@ -1,9 +1,10 @@
 """Vendored KaTeX: refresh it from the npm registry, or verify it against its manifest.
 
-The site renders math with KaTeX served from the site itself (no CDN, no Node at
-build time). The release files it uses live in ``docs/assets/vendor/katex/``:
+The site renders math with KaTeX at build time (``llmsite/tex.py`` runs katex.min.js
+in embedded V8; no Node) and serves its CSS and fonts from the site itself (no CDN).
+The release files it uses live in ``docs/assets/vendor/katex/``:
 
-    katex.min.js, katex.min.css, contrib/auto-render.min.js, fonts/*.woff2, LICENSE
+    katex.min.js, katex.min.css, fonts/*.woff2, LICENSE
     VERSION     package, version and the tarball's npm integrity (sha512)
     SHA256SUMS  one line per file above (``sha256sum -c SHA256SUMS`` checks it too)
 

@@ -38,13 +38,14 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, TextIO
 
-from llmsite import artifacts
+from llmsite import artifacts, tex
 from llmsite import cache as build_cache
 from llmsite.cache.deps import closure, definition_deps
 from llmsite.labs import page
 from llmsite.paths import CACHE, CODE, ROOT, rel
 
-PIPELINE_VERSION = "4"  # 3: the rendered page (page.html, toc.json) is part of the entry; 4: focusable text outputs
+PIPELINE_VERSION = "5"  # 3: the rendered page (page.html, toc.json) is part of the entry; 4: focusable text outputs;
+# 5: formulas checked with KaTeX, written as arithmatex markup for the build to render (KaTeX version in the key)
 KERNEL = "python3"
 CELL_TIMEOUT = 300  # seconds per cell
 LABS_DIR = "labs"  # top-level folder of the sources, and the site folder of the notebooks
@@ -129,7 +130,7 @@ def library_versions() -> tuple[tuple[str, str], ...]:
 
 
 def key_for(lab: Lab, code_dir: Path = CODE, root: Path = ROOT) -> build_cache.Key:
-    inputs: dict[str, str] = {"pipeline": PIPELINE_VERSION, "kernel": KERNEL}
+    inputs: dict[str, str] = {"pipeline": PIPELINE_VERSION, "kernel": KERNEL, "katex": tex.version()}
     inputs[f"lab:{rel(lab.source, root)}"] = build_cache.file_digest(lab.source)
     found = definition_deps([(lab.source, None)], code_dir)
     for path, digest in found.digests.items():
@@ -340,7 +341,10 @@ def execute(item: Planned, cache_dir: Path = CACHE_DIR, cwd: Path = ROOT) -> Pat
                 cell.outputs = merge_streams(cell.outputs)
         (staging / LABS_DIR).mkdir(parents=True)
         nbformat.write(nb, staging / LABS_DIR / f"{lab.name}.ipynb")
-        page.write(staging / LABS_DIR / f"{lab.name}.ipynb", title(lab.uri, cwd) or lab.name, staging)
+        try:
+            page.write(staging / LABS_DIR / f"{lab.name}.ipynb", title(lab.uri, cwd) or lab.name, staging, lab.source)
+        except page.PageError as exc:  # e.g. a formula KaTeX rejects: reported like a cell that fails
+            raise LabError(f"动手实验 {lab.where} 的页面无法生成：\n{exc}") from exc
         (staging / "inputs.json").write_text(
             json.dumps(item.key.inputs, indent=1, sort_keys=True, ensure_ascii=False), encoding="utf-8"
         )

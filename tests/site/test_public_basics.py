@@ -4,7 +4,8 @@
   files that are shipped, its version note agrees with the JavaScript, and scripts/vendor_katex.py
   rebuilds such a folder from a release tarball (a synthetic one here: no network in tests).
 - The build never reads node_modules: a copy of the project without it, built with a PATH that
-  holds only python and git, renders the attention article's math in Chromium.
+  holds only python and git, writes the attention article's math as KaTeX's HTML (no KaTeX script in
+  the page) and Chromium shows it with the vendored fonts.
 - Every built page carries og:image / twitter:image that resolve to a PNG of the site (1200x630,
   at most 150 KB); the favicon and logo resolve; sitemap.xml's lastmod is the date the page shows.
 - LICENSE (MIT) and LICENSE-CONTENT (CC BY-SA 4.0) are there, and the README says which applies where.
@@ -62,8 +63,8 @@ def test_every_vendored_file_matches_the_manifest_and_nothing_is_unlisted():
     assert set(listed) == on_disk
     for name, digest in listed.items():
         assert hashlib.sha256((VENDOR / name).read_bytes()).hexdigest() == digest, name
-    # What the site loads (mkdocs.yml extra_css / extra_javascript) is among them.
-    for needed in ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js", "LICENSE", "VERSION"):
+    # What the build runs (katex.min.js, llmsite/tex.py) and the pages load (the CSS, the fonts) is among them.
+    for needed in ("katex.min.js", "katex.min.css", "LICENSE", "VERSION"):
         assert needed in listed
     fonts = [n for n in listed if n.startswith("fonts/")]
     assert fonts and all(n.endswith(".woff2") for n in fonts)
@@ -169,7 +170,7 @@ def test_refresh_script_builds_a_verified_folder_from_a_release_tarball(tmp_path
 
     assert vendor_katex.main([*args, "--integrity", integrity]) == 0
     got = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
-    assert got == ["LICENSE", "SHA256SUMS", "VERSION", "contrib/auto-render.min.js",
+    assert got == ["LICENSE", "SHA256SUMS", "VERSION",
                    "fonts/KaTeX_Main-Regular.woff2", "fonts/KaTeX_Math-Italic.woff2", "katex.min.css", "katex.min.js"]
     css = (dest / "katex.min.css").read_text()
     assert css == (
@@ -271,6 +272,11 @@ def test_a_copy_without_node_builds_and_renders_math(page, built_site, tmp_path:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not (repo / "node_modules").exists()
+    # The formulas are KaTeX's HTML in the written page (llmsite/tex.py), and the page loads no KaTeX script.
+    written = (out / "articles" / ATTENTION / "index.html").read_text(encoding="utf-8")
+    assert written.count('<span class="katex">') >= written.count('class="arithmatex"') > 0
+    assert "\\(" not in BeautifulSoup(written, "html.parser").select_one("article").get_text()
+    assert not re.findall(r"<script[^>]*katex", written, re.I)
 
     page.goto(f"{base}articles/{ATTENTION}/")
     page.wait_for_selector("article .arithmatex .katex", state="attached")

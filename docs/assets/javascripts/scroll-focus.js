@@ -6,7 +6,7 @@
   "use strict";
   var SELECTOR = [
     ".md-typeset__scrollwrap",              // Material 给表格包的滚动容器（由它的脚本生成，构建时还没有）
-    ".md-typeset div.arithmatex",           // 独立公式（KaTeX 渲染后才知道多宽）
+    ".md-typeset div.arithmatex",           // 独立公式（构建时已渲染；多宽取决于字体和屏幕）
     ".md-typeset figure.llm-figure > p"     // 文中插图：窄屏上按原尺寸显示，可以横向滚动
   ].join(",");
   var observer = null;
