@@ -262,3 +262,22 @@ def figure_data(name: str, *, view: str) -> Callable[..., Any]:
         return fn
 
     return mark
+
+
+def exercise_answer(name: str, *, data: Sequence[str] = ()) -> Callable[..., Any]:
+    """声明一道练习的答案：由这里的代码在构建时算出，而不是手写在文章里。
+
+    name 是答案的名字，文章的练习块里写 answer: name 引用它（练习的写法见 CONTRIBUTING.md 的「练习」一节）；
+    data 是它读取的数据文件（相对仓库根目录），改动后答案会重算。
+
+    写在 code/figures/<文章 slug 把 - 换成 _>.py 里，和这篇文章的图放在一起；函数不带参数，
+    返回一个整数、小数或字符串（选择题返回正确选项的文字，要和文章里的选项一字不差）。
+    构建（python -m llmsite figures）像对待图一样只读语法树找到它，按它用到的定义、数据和库版本
+    缓存结果，只在这些变了时重算；参数必须直接写成字面量。
+    """
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.exercise_answer_name = name  # type: ignore[attr-defined]
+        return fn
+
+    return mark

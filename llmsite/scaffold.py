@@ -5,8 +5,9 @@
         --summary "一句话摘要" --author guohua --tags Transformer,PyTorch \
         --stage 1 --after transformer-attention
 
-Creates docs/articles/<slug>.md, code/<slug_with_underscores>.py and
-tests/code/test_<slug_with_underscores>.py, and adds the slug to data/route.yml.
+Creates docs/articles/<slug>.md, code/<slug_with_underscores>.py, its figures and exercise answers
+code/figures/<slug_with_underscores>.py and tests/code/test_<slug_with_underscores>.py, and adds the
+slug to data/route.yml.
 Never overwrites an existing file; every file is written atomically.
 """
 
@@ -52,7 +53,8 @@ def validate(req: Request, root: Path) -> None:
         problems.append(f"slug「{req.slug}」不合法：只用小写字母、数字和连字符，例如 kv-cache")
     if (root / "docs" / "articles" / f"{req.slug}.md").exists():
         problems.append(f"slug「{req.slug}」已被使用：docs/articles/{req.slug}.md 已存在")
-    for path in (root / "code" / f"{req.module}.py", root / "tests" / "code" / f"test_{req.module}.py"):
+    for path in (root / "code" / f"{req.module}.py", root / "code" / "figures" / f"{req.module}.py",
+                 root / "tests" / "code" / f"test_{req.module}.py"):
         if path.exists():
             problems.append(f"{path.relative_to(root)} 已存在，换一个 slug")
     if not req.title.strip():
@@ -115,19 +117,22 @@ def create(req: Request, root: Path = ROOT) -> list[Path]:
         "date": req.date.isoformat(),
         "tags": "\n".join(f"  - {t}" for t in req.tags),
         "module": req.module,
+        "slug": req.slug,
     }
     route_file = root / "data" / "route.yml"
     route, _ = load_route(route_file)
     new_route = route_with(req, route_file.read_text(encoding="utf-8"), route.stages[req.stage - 1].slugs)
     article = (TEMPLATES / "article.md").read_text(encoding="utf-8").format(**fields)
     module = (TEMPLATES / "module.py.txt").read_text(encoding="utf-8").format(**fields)
+    figures = (TEMPLATES / "figures_module.py.txt").read_text(encoding="utf-8").format(**fields)
     test = (TEMPLATES / "test_module.py.txt").read_text(encoding="utf-8").format(**fields)
     created = [
         root / "docs" / "articles" / f"{req.slug}.md",
         root / "code" / f"{req.module}.py",
+        root / "code" / "figures" / f"{req.module}.py",
         root / "tests" / "code" / f"test_{req.module}.py",
     ]
-    for path, content in zip(created, (article, module, test), strict=True):
+    for path, content in zip(created, (article, module, figures, test), strict=True):
         try:
             atomic.write_text(path, content, exclusive=True)
         except atomic.FileExists as exc:
@@ -147,7 +152,7 @@ def ask(prompt: str, default: str = "") -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m llmsite new", description="新建一篇文章（文章、配套代码、测试，并加入学习路线）"
+        prog="python -m llmsite new", description="新建一篇文章（文章、配套代码、图和练习答案、测试，并加入学习路线）"
     )
     parser.add_argument("--slug", help="网址中的名字，小写字母、数字和连字符，例如 kv-cache")
     parser.add_argument("--title", help="文章标题")

@@ -18,7 +18,8 @@ from functools import cache
 
 import torch
 from attention import causal_mask, scaled_dot_product_attention
-from figkit import figure, figure_data, heatmap, new_figure, plain_log_axis
+from figkit import exercise_answer, figure, figure_data, heatmap, new_figure, plain_log_axis
+from multi_head_attention import MultiHeadAttention
 from positional_encoding import apply_rope, sinusoidal_position_encoding
 
 # 一句短短的中文，按词切成词元
@@ -432,6 +433,71 @@ def rope_relative():
     ax.grid(True)
     ax.legend()
     return fig
+
+
+# ---------- 文末练习的答案：构建时由这里算出，写进练习里（练习的写法见 CONTRIBUTING.md） ----------
+
+
+@exercise_answer("causal-uniform-row4")
+def causal_uniform_row4():
+    """所有分数都相等（查询全为 0）时，加因果掩码，第 4 个位置分给第 1 个位置的权重。"""
+    T, d = 6, 8
+    generator = torch.Generator().manual_seed(0)
+    q = torch.zeros(T, d)  # 查询全为 0：它和每个键的点积都是 0
+    k, v = torch.randn(T, d, generator=generator), torch.randn(T, d, generator=generator)
+    _, weights = scaled_dot_product_attention(q, k, v, mask=causal_mask(T))
+    return weights[3, 0].item()  # 第 4 行（下标 3）、第 1 列（下标 0）
+
+
+@exercise_answer("mha-params-96")
+def mha_params_96():
+    """MultiHeadAttention(d_model=96, n_heads=4) 的可训练参数个数（含偏置）。"""
+    mha = MultiHeadAttention(d_model=96, n_heads=4)
+    return sum(p.numel() for p in mha.parameters())
+
+
+# RoPE 练习的四种放法：(q 的位置, k 的位置)；题目问哪一种和「q 在 5、k 在 7」的分数相同
+ROPE_REFERENCE = (5, 7)
+ROPE_CANDIDATES = ((7, 5), (0, 2), (5, 5), (10, 14))
+
+
+def rope_score(q: torch.Tensor, k: torch.Tensor, m: int, n: int) -> float:
+    """q 在位置 m、k 在位置 n 时的 RoPE 分数 (R_m q)·(R_n k)。"""
+    rotated_q = apply_rope(q[None], torch.tensor([m], dtype=torch.float64))[0]
+    rotated_k = apply_rope(k[None], torch.tensor([n], dtype=torch.float64))[0]
+    return (rotated_q @ rotated_k).item()
+
+
+@exercise_answer("rope-same-score")
+def rope_same_score():
+    """哪一种放法的分数和参照放法相同：用 rope-relative 图的那对随机 q、k 逐个算出来比较。"""
+    generator = torch.Generator().manual_seed(3)
+    q = torch.randn(64, generator=generator, dtype=torch.float64)
+    k = torch.randn(64, generator=generator, dtype=torch.float64)
+    target = rope_score(q, k, *ROPE_REFERENCE)
+    same = [(m, n) for m, n in ROPE_CANDIDATES if abs(rope_score(q, k, m, n) - target) < 1e-9]
+    return "、".join(f"q 在位置 {m}，k 在位置 {n}" for m, n in same)  # 恰好一种时就是那个选项的文字
+
+
+# dk-explorer 练习的三个选项，按典型查询的最大权重（不缩放、d_k = 512）选出一个
+DK_PREDICT_OPTIONS = (
+    "基本不变，一直在均匀分布的 1/64 附近",
+    "慢慢升高，到 512 时也不到一半",
+    "升高到 0.9 以上，几乎全部权重落在一个键上",
+)
+
+
+@exercise_answer("dk512-typical-max")
+def dk512_typical_max():
+    """不缩放时 d_k 升到 512，dk-explorer 图里那个典型查询的最大权重落在哪个选项里。"""
+    top = _weights(512, scaled=False)[typical_query(512)].max().item()
+    if top < 2 / 64:
+        return DK_PREDICT_OPTIONS[0]
+    if top < 0.5:
+        return DK_PREDICT_OPTIONS[1]
+    if top > 0.9:
+        return DK_PREDICT_OPTIONS[2]
+    return f"最大权重是 {top:.3f}，不在任何一个选项的范围里"
 
 
 if __name__ == "__main__":

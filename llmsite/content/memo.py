@@ -24,7 +24,8 @@ time: two saves within one clock tick leave the same mtime):
 - every snippet include of the article (``--8<-- "code/x.py:name"``, found in the whole file, a superset of
   the body's): the resolved path and the digest of its bytes, or None when it is missing or not inside the
   repository (code/, labs/, data/ files; the reading time counts the included text);
-- when the checks consulted the figure declarations (the article has ``<!-- figure: ... -->`` markers):
+- when the checks consulted the figure declarations (the article has ``<!-- figure: ... -->`` markers or
+  exercise blocks, whose answers are declared there too):
   the digests of ``code/figures/*.py``, which is all ``llmsite.figures.registry.discover`` reads.
 
 The rest of what the loop computes is a pure function of these (front matter parsing, typography, HTML,

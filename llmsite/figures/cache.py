@@ -39,19 +39,26 @@ def key_for(spec: FigureSpec, code_dir: Path = CODE, root: Path = ROOT) -> Key:
     if spec.data_function:  # only then: the keys of figures without an interactive view stay as they were
         declaration += [spec.data_function, spec.view]
     inputs["declaration"] = json.dumps(declaration, ensure_ascii=False)
-    found = definition_deps([(spec.module, f) for f in functions(spec)], code_dir)
-    for path, digest in found.digests.items():
-        inputs[f"defs:{rel(path, root)}"] = digest
+    inputs.update(definition_inputs(spec.module, functions(spec), code_dir, root))
     style = code_dir / f"{STYLE_MODULE}.py"
     if style.is_file():  # the shared style applies to every figure as a whole (rcParams, fonts, sizes)
         inputs[f"style:{rel(style, root)}"] = file_digest(style)
-    for item in spec.data:
-        path = root / item
-        inputs[f"data:{item}"] = file_digest(path) if path.is_file() else "missing"
+    inputs.update(data_inputs(spec.data, root))
     for name, version in library_versions():
         inputs[f"lib:{name}"] = version
     inputs.update(artifact_inputs(spec, code_dir, root))
     return build_cache.key(inputs)
+
+
+def definition_inputs(module: Path, names: list[str], code_dir: Path = CODE, root: Path = ROOT) -> dict[str, str]:
+    """``{"defs:<file>": digest}``: the definitions of ``code/`` that these functions of ``module`` use."""
+    found = definition_deps([(module, f) for f in names], code_dir)
+    return {f"defs:{rel(path, root)}": digest for path, digest in found.digests.items()}
+
+
+def data_inputs(data: tuple[str, ...], root: Path = ROOT) -> dict[str, str]:
+    """``{"data:<file>": digest}`` for the declared data files ("missing" for one that is not there)."""
+    return {f"data:{item}": file_digest(root / item) if (root / item).is_file() else "missing" for item in data}
 
 
 def functions(spec: FigureSpec) -> list[str]:
@@ -61,9 +68,14 @@ def functions(spec: FigureSpec) -> list[str]:
 
 def artifact_inputs(spec: FigureSpec, code_dir: Path = CODE, root: Path = ROOT) -> dict[str, str]:
     """``{"artifact:<name>": key}`` for the build artifacts (a trained model) the figure's functions use."""
+    return used_artifact_inputs(spec.module, functions(spec), code_dir, root)
+
+
+def used_artifact_inputs(module: Path, names: list[str], code_dir: Path = CODE, root: Path = ROOT) -> dict[str, str]:
+    """``{"artifact:<name>": key}`` for the build artifacts that these functions of ``module`` use."""
     from llmsite import artifacts  # imports this module
 
-    reached = definition_deps([(spec.module, f) for f in functions(spec)], code_dir).roots
+    reached = definition_deps([(module, f) for f in names], code_dir).roots
     return artifacts.consumer_inputs(reached, code_dir, root)
 
 

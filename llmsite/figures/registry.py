@@ -18,6 +18,8 @@ MARKER = re.compile(r"^<!--[ \t]*figure:[ \t]*(?P<name>[\w-]+)[ \t]*-->[ \t]*$",
 DEFAULT_TIMEOUT = 120.0  # seconds a figure may take to draw (both themes); @figure(..., timeout=...) changes it
 DATA_DECORATOR = "figure_data"  # @figure_data("name", view="heatmap"): the data of the figure's interactive view
 VIEWS = ("heatmap", "bars")  # the views docs/assets/javascripts/figures.js draws
+ANSWER_DECORATOR = "exercise_answer"  # @exercise_answer("name"): an exercise's answer, computed like a figure
+ANSWER_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,25 @@ class FigureSpec:
     @property
     def data_where(self) -> str:
         return f"{rel(self.module)}:{self.data_line}"
+
+
+@dataclass(frozen=True)
+class AnswerSpec:
+    """An ``@exercise_answer`` function: the article is the module's (``code/figures/<slug with _>.py``)."""
+
+    name: str
+    module: Path
+    function: str
+    line: int
+    data: tuple[str, ...] = ()
+
+    @property
+    def article(self) -> str:
+        return self.module.stem.replace("_", "-")
+
+    @property
+    def where(self) -> str:
+        return f"{rel(self.module)}:{self.line}"
 
 
 class DeclarationError(ValueError):
@@ -156,6 +177,57 @@ def _figure_declarations(tree: ast.Module, path: Path) -> list[FigureSpec]:
                 )
             )
     return specs
+
+
+def parse_answers(path: Path) -> list[AnswerSpec]:
+    """The exercise answers declared in ``path`` (remembered while its text is unchanged)."""
+    return list(_parse_answers_text(path, path.read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=256)
+def _parse_answers_text(path: Path, text: str) -> tuple[AnswerSpec, ...]:
+    tree = ast.parse(text, filename=str(path))
+    found: list[AnswerSpec] = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for dec in node.decorator_list:
+            call = _decorator_call(dec, ANSWER_DECORATOR)
+            if call is None:
+                continue
+            where = f"{rel(path)}:{node.lineno}"
+            if len(call.args) != 1:
+                raise DeclarationError(f"{where}: @exercise_answer 需要恰好一个位置参数：答案的名字")
+            name = _literal(call.args[0], "name", where)
+            if not isinstance(name, str) or not ANSWER_NAME.match(name):
+                raise DeclarationError(
+                    f"{where}: 答案的名字 {name!r} 不合法：只用小写字母、数字和连字符，例如 \"causal-row3\""
+                )
+            kw = {k.arg: _literal(k.value, str(k.arg), where) for k in call.keywords if k.arg}
+            unknown = sorted(set(kw) - {"data"})
+            if unknown:
+                raise DeclarationError(f"{where}: @exercise_answer 不认识参数 {'、'.join(unknown)}（只有 data）")
+            data = kw.get("data", ())
+            if isinstance(data, str):
+                data = (data,)
+            if not isinstance(data, (tuple, list)) or not all(isinstance(d, str) for d in data):
+                raise DeclarationError(f"{where}: @exercise_answer 的 data 应是字符串元组，例如 data=(\"data/x.csv\",)")
+            args = node.args
+            if args.args or args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg:
+                raise DeclarationError(f"{where}: 答案函数 {node.name} 不能带参数（构建时直接调用 {node.name}()）")
+            found.append(AnswerSpec(name, path, node.name, node.lineno, tuple(data)))
+    return tuple(found)
+
+
+def discover_answers(code_dir: Path = CODE) -> dict[str, AnswerSpec]:
+    """Every declared exercise answer by name; duplicate names are an error."""
+    found: dict[str, AnswerSpec] = {}
+    for path in sorted((code_dir / FIGURES_DIR).glob("*.py")):
+        for spec in parse_answers(path):
+            if spec.name in found:
+                raise DeclarationError(f"{spec.where}: 答案 {spec.name} 已在 {found[spec.name].where} 声明过")
+            found[spec.name] = spec
+    return found
 
 
 def discover(code_dir: Path = CODE) -> dict[str, FigureSpec]:

@@ -38,12 +38,12 @@ class FigureError(RuntimeError):
     pass
 
 
-class _Timeout(BaseException):
+class Timeout(BaseException):
     """Raised inside a figure function when its time is up (a BaseException: ``except Exception`` in
     figure code cannot swallow it)."""
 
 
-class _Deadline:
+class Deadline:
     """Interrupt the drawing after ``seconds`` (SIGALRM; the drawing runs in a process's main thread)."""
 
     def __init__(self, seconds: float) -> None:
@@ -51,9 +51,9 @@ class _Deadline:
         self._previous: Any = None
 
     def _expire(self, signum: int, frame: Any) -> None:
-        raise _Timeout
+        raise Timeout
 
-    def __enter__(self) -> _Deadline:
+    def __enter__(self) -> Deadline:
         self._previous = signal.signal(signal.SIGALRM, self._expire)
         signal.setitimer(signal.ITIMER_REAL, self.seconds)
         return self
@@ -90,7 +90,7 @@ def _describe(spec: FigureSpec) -> str:
 _modules: dict[Path, ModuleType] = {}
 
 
-def _load(path: Path) -> ModuleType:
+def load_module(path: Path) -> ModuleType:
     if path not in _modules:
         code_dir = str(CODE)
         if code_dir not in sys.path:
@@ -114,7 +114,7 @@ class _GlyphWatch(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def _seed() -> None:
+def seed() -> None:
     import numpy as np
     import torch
 
@@ -134,20 +134,20 @@ def draw(item: Planned, cache_dir: Path = cache.CACHE_DIR) -> Path:
     mpl_logger.addHandler(watch)
     try:
         try:
-            module = _load(spec.module)
-            import figkit  # from code/, on sys.path after _load
+            module = load_module(spec.module)
+            import figkit  # from code/, on sys.path after load_module
 
             fn: Any = getattr(module, spec.function)
-            with warnings.catch_warnings(record=True) as caught, _Deadline(spec.timeout):
+            with warnings.catch_warnings(record=True) as caught, Deadline(spec.timeout):
                 warnings.simplefilter("always")
                 for theme in cache.THEMES:
-                    _seed()
+                    seed()
                     with figkit.theme(theme):
                         fig = fn()
                         figkit.save(fig, staging / f"{theme}.{cache.FORMAT}")
                 if spec.data_function:
                     _write_data(spec, module, staging)
-        except _Timeout:
+        except Timeout:
             raise FigureError(timeout_message(spec)) from None
         except interactive.DataError as exc:
             raise FigureError(
@@ -179,7 +179,7 @@ def draw(item: Planned, cache_dir: Path = cache.CACHE_DIR) -> Path:
 
 def _write_data(spec: FigureSpec, module: ModuleType, staging: Path) -> None:
     """Call the figure's @figure_data function once (seeded as the drawing is) and write data.json."""
-    _seed()
+    seed()
     raw = interactive.dump(str(spec.view), getattr(module, str(spec.data_function))())
     if len(raw) > interactive.MAX_BYTES:
         raise interactive.DataError(

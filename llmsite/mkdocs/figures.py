@@ -16,6 +16,10 @@
   without its ``type``, which would run the JSON as JavaScript (and break the CSP).
 - under serve: code/ is watched through ``watch:`` in mkdocs.yml; an edit there
   triggers a rebuild and only the figures whose inputs changed are redrawn.
+- exercise answers (``@exercise_answer``) are planned and computed in the same
+  step (the same subprocess, after the figures); ``answers`` holds their cached
+  values for ``llmsite.mkdocs.exercises``. They are not files of the site: each
+  value is written into its exercise on the page.
 """
 
 from __future__ import annotations
@@ -25,13 +29,14 @@ import logging
 import posixpath
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 from llmsite import report, worker
-from llmsite.figures import cache, registry, runner
+from llmsite.figures import answers, cache, registry, runner
 from llmsite.paths import rel
 from llmsite.problems import Problem
 
@@ -39,17 +44,20 @@ log = logging.getLogger("mkdocs.plugins.llmsite.figures")
 MARKER = registry.MARKER  # one pattern for the build, the content checks and the benchmark
 TARGET = "figures"
 
-def _build(specs: dict[str, registry.FigureSpec], names: list[str]) -> None:
+def _build(specs: dict[str, registry.FigureSpec], names: list[str], answer_names: Sequence[str] = ()) -> None:
     start = time.perf_counter()
     # Each figure has its own limit inside the script. This backstop also covers a figure stuck in C code,
     # with room for the trained artifacts the figures may need first (minutes on a loaded 2-core machine).
-    backstop = sum(specs[n].timeout for n in names) + 900
-    proc = worker.run_step("figures", names, log, "figures", timeout=backstop)
+    backstop = sum(specs[n].timeout for n in names) + answers.TIMEOUT * len(answer_names) + 900
+    proc = worker.run_step("figures", [*names, *answer_names], log, "figures", timeout=backstop)
     if proc.returncode != 0:
         raise PluginError(f"生成文章插图失败：\n{worker.failure(proc)}")
     seconds = time.perf_counter() - start
-    log.info("figures: 重新生成 %d 张图，用时 %.1f s", len(names), seconds)
-    report.record("figures", len(names), seconds)
+    if names:
+        log.info("figures: 重新生成 %d 张图，用时 %.1f s", len(names), seconds)
+        report.record("figures", len(names), seconds)
+    if answer_names:
+        log.info("figures: 重新计算 %d 个练习答案", len(answer_names))
 
 
 class Figures:
@@ -62,26 +70,35 @@ class Figures:
         self.enabled = enabled  # off: markers stay in the page (the benchmark inlines them to measure this step)
         self.specs: dict[str, registry.FigureSpec] = {}
         self.failed: dict[str, str] = {}  # figure name -> error message, for this build
+        self.answer_specs: dict[str, registry.AnswerSpec] = {}
+        self.answers: dict[str, answers.Value] = {}  # exercise answer name -> its cached value
+        self.failed_answers: dict[str, str] = {}  # answer name -> error message, for this build
 
     def add_files(self, files: Any, config: Any) -> None:
         if not self.enabled:
             return
         try:
             self.specs = registry.discover()
+            self.answer_specs = registry.discover_answers()
         except registry.DeclarationError as exc:
             raise PluginError(f"图的声明有误：{exc}") from exc
         items = runner.plan(self.specs.values())
+        answer_items = answers.plan(self.answer_specs.values())
         stale = [item.spec.name for item in items if not item.cached]
-        self.failed = {}
-        if stale:
+        stale_answers = [item.spec.name for item in answer_items if not item.cached]
+        self.failed, self.failed_answers = {}, {}
+        if stale or stale_answers:
             try:
-                _build(self.specs, stale)
+                _build(self.specs, stale, stale_answers)
             except PluginError as exc:
                 if not self.serving:
                     raise
                 log.error("%s\n（预览继续运行：出错的图在页面上显示为错误信息，改好并保存后会重新生成）", exc)
                 self.failed = {name: str(exc) for name in stale}
+                self.failed_answers = {name: str(exc) for name in stale_answers}
             items = runner.plan(self.specs.values())
+            answer_items = answers.plan(self.answer_specs.values())
+        self.answers = {item.spec.name: answers.read(item) for item in answer_items if item.cached}
         for item in items:
             if not item.cached and item.spec.name in self.failed:
                 continue
@@ -97,10 +114,14 @@ class Figures:
                 files.append(File.generated(config, data_uri(item.spec), abs_src_path=str(data)))
 
     def problems(self) -> list[Problem]:
-        """The figures that failed in this build, for the preview's banner."""
-        return [Problem(rel(self.specs[name].module), self.specs[name].line, f"图 {name} 生成失败：{message}",
-                        "改好画图的函数并保存，预览会重新生成这张图")
-                for name, message in sorted(self.failed.items())]
+        """The figures and exercise answers that failed in this build, for the preview's banner."""
+        out = [Problem(rel(self.specs[name].module), self.specs[name].line, f"图 {name} 生成失败：{message}",
+                       "改好画图的函数并保存，预览会重新生成这张图")
+               for name, message in sorted(self.failed.items())]
+        out += [Problem(rel(self.answer_specs[name].module), self.answer_specs[name].line,
+                        f"练习答案 {name} 计算失败：{message}", "改好答案函数并保存，预览会重新计算")
+                for name, message in sorted(self.failed_answers.items())]
+        return out
 
     def expand(self, markdown: str, page: Any) -> str:
         if not self.enabled or "figure:" not in markdown:

@@ -16,13 +16,14 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 
-from llmsite import paths
+from llmsite import offline, paths
 from llmsite.content.articles import Site, body_with_snippets
 from llmsite.content.memo import ArticleMemo
-from llmsite.mkdocs import content, csp, feed, search_index
+from llmsite.mkdocs import content, csp, feed, formulas, search_index
 from llmsite.mkdocs.banner import Banner, is_warning
 from llmsite.mkdocs.config import SiteConfig
 from llmsite.mkdocs.dates import RevisionDates
+from llmsite.mkdocs.exercises import Exercises
 from llmsite.mkdocs.figures import Figures
 from llmsite.mkdocs.labs import Labs
 from llmsite.mkdocs.listings import Listings
@@ -47,6 +48,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.dates: RevisionDates | None = None
         self.listings: Listings | None = None
         self.figures = Figures(serving=False)
+        self.exercises = Exercises(self.figures, serving=False)
         self.labs = Labs(serving=False)
         self.banner = Banner()
         self.csp: csp.Policy | None = None  # this build's Content-Security-Policy (not under serve)
@@ -72,6 +74,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         content.nav_sections(config, root)
         self.dates = RevisionDates(docs)
         self.figures = Figures(serving=self.serving, enabled=self.config.figures)
+        self.exercises = Exercises(self.figures, serving=self.serving)  # answers come from the figure step
         self.labs = Labs(serving=self.serving)
         # not under serve: its live-reload script is injected after the build and would be blocked
         on = self.config.content_security_policy and not self.serving
@@ -85,7 +88,8 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.site = content.load(paths.ROOT, self.serving, memo=self.memo)
         if self.memo.misses:  # something was checked afresh: the next build (or process) starts from here
             self.memo.store(MEMO_DIR)
-        self.listings = Listings(self.site, self.config.articles_per_page, self.config.latest_on_home)
+        self.listings = Listings(self.site, self.config.articles_per_page, self.config.latest_on_home,
+                                 self.config.pdf)
         self.listings.add_pages(files, config)
         self.figures.add_files(files, config)
         self.labs.add_files(files, config)
@@ -108,6 +112,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
             self.dates.apply(page, site.by_uri(page.file.src_uri))
         if self.listings is not None:
             markdown = self.listings.expand(markdown, page.file.src_uri, defer=True)
+        markdown = self.exercises.expand(markdown, page.file.src_uri, page.file.content_string)
         return self.figures.expand(markdown, page)
 
     def on_page_content(self, html: str, *, page: Any, config: Any, files: Any) -> str:
@@ -115,8 +120,10 @@ class SitePlugin(BasePlugin[SiteConfig]):
             html = self.listings.fill(html, page.file.src_uri)
         return self.labs.page_content(html, page, files)
 
+    @event_priority(-50)  # after Material's search plugin has indexed the page's text (formulas as TeX)
     def on_page_context(self, context: Any, *, page: Any, config: Any, nav: Any) -> Any:
         self.labs.edit_url(page, config)
+        page.content = formulas.page_content(page.content, page, serving=self.serving)  # KaTeX's HTML
         return context
 
     @event_priority(-100)  # last: the policy lists the inline scripts of the page as it is written
@@ -145,6 +152,9 @@ class SitePlugin(BasePlugin[SiteConfig]):
         if self.csp is not None:
             rewritten = self.csp.finish(site_dir)
             log.debug("content security policy: %d pages rewritten (none when the guess was right)", rewritten)
+        if not self.serving:  # a preview must stay fresh: no service worker, no offline list (llmsite/offline.py)
+            kept = offline.write(site_dir)
+            log.debug("offline reading: %d files, %d bytes", len(kept["files"]), kept["bytes"])
 
     def on_serve(self, server: Any, *, config: Any, builder: Any) -> Any:
         self.labs.watch(server)
@@ -154,9 +164,9 @@ class SitePlugin(BasePlugin[SiteConfig]):
 
     def page_inputs(self, file: Any) -> str:
         """A digest of everything a page is built from, as far as this plugin knows: its source, its article's
-        model (values, route position, neighbours), the code it includes, what its listing markers and figure
-        markers expand to and its lab's cached body. ``llmsite.mkdocs.incremental`` re-renders a page when
-        this changes."""
+        model (values, route position, neighbours), the code it includes, what its listing markers, figure
+        markers and exercises (with their computed answers) expand to and its lab's cached body.
+        ``llmsite.mkdocs.incremental`` re-renders a page when this changes."""
         site = self._site()
         source = file.content_string
         parts = [file.src_uri, source, repr(site.by_uri(file.src_uri))]
@@ -166,6 +176,8 @@ class SitePlugin(BasePlugin[SiteConfig]):
             parts.append(body_with_snippets(source, 1, file.src_uri, paths.ROOT)[0])
         if "figure:" in source and file.page is not None:
             parts.append(self.figures.expand(source, file.page))
+        if "```exercise" in source:  # the exercises with their computed answers
+            parts.append(self.exercises.expand(source, file.src_uri, source, quiet=True))
         parts.append(self.labs.page_inputs(file.src_uri))
         if self.dates is not None:
             parts.append(self.dates.of(file.src_uri) or "")

@@ -51,6 +51,7 @@ def test_creates_article_module_test_and_route_entry(repo: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert (repo / "docs/articles/speculative-decoding.md").is_file()
     assert (repo / "code/speculative_decoding.py").is_file()
+    assert (repo / "code/figures/speculative_decoding.py").is_file()  # the article's figure and exercise answers
     assert (repo / "tests/code/test_speculative_decoding.py").is_file()
     from llmsite.content.catalog import load_route
 
@@ -93,6 +94,10 @@ def test_generated_article_builds_strict_and_is_listed(repo: Path, repo_cache: P
     assert "WARNING" not in build.stderr
     site = repo / "site"
     assert (site / "articles/speculative-decoding/index.html").is_file()
+    page = (site / "articles/speculative-decoding/index.html").read_text(encoding="utf-8")
+    assert page.count("data-llm-exercise=") == 4, "the template's four exercises, one of each kind"
+    for kind in ("number", "choice", "predict", "concept"):
+        assert f"llm-ex--{kind}" in page
     for page in ("articles/index.html", "route/index.html", "tags/index.html"):
         assert "投机解码：让生成快起来" in (site / page).read_text(encoding="utf-8"), page
 

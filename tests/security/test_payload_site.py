@@ -48,6 +48,12 @@ STAGE_TITLE = ACCEPTED["jinja-syntax"]
 STAGE_SUMMARY = ACCEPTED["double-quote-breakout"]
 # A section heading in the article (Markdown text: no raw tags, which the checks would treat as HTML).
 HEADING = ACCEPTED["json-breakout"] + " 1 < 2 && 3 > 2"
+# An exercise (llmsite/exercises/) whose Markdown holds payloads; a tag-like "<mask>" is refused there with file:line
+# (tests/exercises/test_render.py), so these are the ones that must build and stay text.
+EXERCISE = (
+    "\n```exercise\nid: payload-exercise\nkind: concept\nquestion: {q}\nexplanation: {e}\noptions:\n"
+    "  - text: {a}\n    correct: true\n    why: {w}\n  - text: {b}\n    why: {h}\n```\n"
+)
 
 
 def _yaml(value: str) -> str:
@@ -91,7 +97,9 @@ def payload_site(tmp_path_factory: pytest.TempPathFactory, built_site) -> Payloa
     art = root / "docs" / "articles" / f"{ARTICLE_SLUG}.md"
     text = _set_key(art.read_text(encoding="utf-8"), "title", TITLE)
     text = _set_key(text, "description", DESCRIPTION)
-    art.write_text(text.rstrip("\n") + f"\n\n## {HEADING}\n\n这一节的标题来自安全测试。\n", encoding="utf-8")
+    exercise = EXERCISE.format(q=_yaml(DESCRIPTION), e=_yaml(ACCEPTED["markdown-syntax"]), a=_yaml(SECOND_DESCRIPTION),
+                               w=_yaml(AUTHOR_BIO), b=_yaml(STAGE_TITLE), h=_yaml(HEADING))
+    art.write_text(text.rstrip("\n") + f"\n\n## {HEADING}\n\n这一节的标题来自安全测试。\n" + exercise, encoding="utf-8")
     second = root / "docs" / "articles" / f"{SECOND_SLUG}.md"
     text = _set_key(second.read_text(encoding="utf-8"), "title", SECOND_TITLE)
     second.write_text(_set_key(text, "description", SECOND_DESCRIPTION), encoding="utf-8")
@@ -250,6 +258,12 @@ def test_no_payload_runs_in_the_browser(payload_site: PayloadSite, browser) -> N
         pg.goto(base + f"articles/{ARTICLE_SLUG}/")
         assert pg.locator("article h1").first.inner_text().strip() == TITLE
         assert pg.title().startswith(TITLE)
+        # the exercise with payloads, answered: its options and reasons are text, its check runs no payload
+        pg.locator("#ex-payload-exercise label").first.click()
+        pg.locator("#ex-payload-exercise button").click()
+        assert pg.locator("#ex-payload-exercise .llm-ex__result").inner_text().startswith("答对了")
+        assert pg.locator("#ex-payload-exercise label").first.inner_text().strip() == "A. " + SECOND_DESCRIPTION
+        assert pg.evaluate("window.__xss") is None
         # search renders results as HTML: the escaped title must show as text there too
         pg.goto(base + "?q=mask")
         pg.wait_for_selector(".md-search-result__item", state="attached")

@@ -14,11 +14,13 @@ cached parameters (``tests/labs/test_real_labs.py``).
 from __future__ import annotations
 
 import gzip
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+from llmsite import offline
 from tests.conftest import BuiltSite, CleanBuild
 
 pytestmark = pytest.mark.slow
@@ -37,12 +39,23 @@ def _files(root: Path) -> dict[str, bytes]:
     return out
 
 
+# Derived from the pages, generator tag included (its length and bytes differ between the two builders): each must be
+# exactly what its own site gives, and list the same files; compared that way instead of byte for byte.
+OFFLINE = ("offline.json", "sw.js")
+
+
 def test_a_clean_second_build_is_byte_identical(built_site: BuiltSite, clean_build: CleanBuild) -> None:
     a, b = _files(built_site.dir), _files(clean_build.dir)
     assert sorted(a) == sorted(b), f"different file sets: {sorted(set(a) ^ set(b))[:20]}"
+    for site in (built_site.dir, clean_build.dir):
+        kept = offline.manifest(site)
+        assert json.loads((site / "offline.json").read_text(encoding="utf-8")) == kept, site
+        assert f'const VERSION = "{kept["version"]}";' in (site / "sw.js").read_text(encoding="utf-8"), site
+    listed = [[f["url"] for f in json.loads(x["offline.json"])["files"]] for x in (a, b)]
+    assert listed[0] == listed[1], "the two builds keep different files for offline reading"
     builders = set()
     differing = []
-    for name in a:
+    for name in (n for n in a if n not in OFFLINE):
         first, second = a[name], b[name]
         if name.endswith(".html"):
             tags = GENERATOR.findall(first), GENERATOR.findall(second)

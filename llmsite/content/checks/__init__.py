@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from llmsite.content.checks import html, images, links, typography
+from llmsite.content.checks import exercises, html, images, links, typography
 from llmsite.content.checks import markers as figures
 from llmsite.content.checks.context import Context
 from llmsite.content.checks.text import mask_code, mask_comments, mask_math, mask_urls
@@ -55,7 +55,8 @@ class Document:
 
 
 Check = Callable[[Document, Context], list[Problem]]
-CHECKS: tuple[Check, ...] = (html.check, images.check, links.check, figures.check, typography.check)
+CHECKS: tuple[Check, ...] = (html.check, images.check, links.check, figures.check, exercises.check,
+                             typography.check)
 
 
 def check_document(doc: Document, ctx: Context) -> list[Problem]:

@@ -29,6 +29,8 @@ class Figures:
     declared: dict[str, str]  # figure name -> article slug
     problems: list[Problem]
     ok: bool  # False when the declarations could not be read completely
+    interactive: frozenset[str] = frozenset()  # figures with an interactive view (@figure_data)
+    answers: dict[str, str] = field(default_factory=dict)  # exercise answer name -> module file name (x.py)
 
 
 @dataclass
@@ -37,7 +39,7 @@ class Recording:
 
     # resolved path passed to ``Context.read`` -> the text the checks got (None: it could not be read)
     reads: dict[Path, str | None] = field(default_factory=dict)
-    figures: bool = False  # the figure declarations (code/figures/*.py) were consulted
+    figures: bool = False  # the figure and answer declarations (code/figures/*.py) were consulted
 
 
 @dataclass

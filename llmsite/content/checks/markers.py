@@ -28,8 +28,11 @@ def discover(ctx: Context) -> Figures:
     from llmsite.figures.registry import discover as registry_discover
 
     where = ctx.rel(ctx.code / "figures")
+    from llmsite.figures.registry import discover_answers
+
     try:
         specs = registry_discover(ctx.code)
+        answers = discover_answers(ctx.code)
     except DeclarationError as exc:
         return Figures({}, [problem_from_located(str(exc), where, ctx.root)], ok=False)
     except SyntaxError as exc:
@@ -39,7 +42,11 @@ def discover(ctx: Context) -> Figures:
         )
     except (OSError, UnicodeDecodeError) as exc:
         return Figures({}, [Problem(where, 1, f"读不出图的声明：{exc}")], ok=False)
-    return Figures({name: spec.article for name, spec in specs.items()}, [], ok=True)
+    return Figures(
+        {name: spec.article for name, spec in specs.items()}, [], ok=True,
+        interactive=frozenset(name for name, spec in specs.items() if spec.data_function),
+        answers={name: spec.module.name for name, spec in answers.items()},
+    )
 
 
 def check(doc: Document, ctx: Context) -> list[Problem]:
