@@ -53,14 +53,22 @@ def format_value(value: Value, tolerance: float | None) -> str:
     return text
 
 
+# Examples of how to write a number, beside the input. The hint must never give the answer away: the first example
+# that the answer does not match is shown.
+INTEGER_EXAMPLES = (1024, 2048)
+FRACTION_EXAMPLES = ((0.6, "0.6", "3/5"), (0.375, "0.375", "3/8"))
+
+
 def number_hint(ex: Exercise, value: int | float) -> str:
     """What the input accepts, said beside it (plain text)."""
     tolerance = ex.tolerance or 0.0
     if isinstance(value, int) and tolerance == 0:
-        what = "填一个整数（可以带千位分隔符，例如 1,024）"
+        example = next(n for n in INTEGER_EXAMPLES if n != value)
+        what = f"填一个整数（可以带千位分隔符，例如 {example:,}）"
         rule = "要完全一致才算" + ("猜中" if ex.kind == "predict" else "对")
         return f"{what}，{rule}。"
-    what = "填小数或分数，例如 0.25 或 1/4"
+    _, decimal, fraction = next(e for e in FRACTION_EXAMPLES if abs(e[0] - value) > max(tolerance, 1e-9))
+    what = f"填小数或分数，例如 {decimal} 或 {fraction}"
     rule = f"和答案相差不超过 {plain_decimal(tolerance)} 算" + ("猜中" if ex.kind == "predict" else "对")
     return f"{what}；{rule}。"
 

@@ -134,7 +134,7 @@ COUNTS = [("37248", True), ("37,248", True), ("３７２４８", True), ("37247"
 def test_what_the_number_input_accepts(page, site_server, box, cases):
     open_article(page, site_server)
     hint = page.locator(f"{box} .llm-ex__hint").inner_text()
-    assert ("0.25 或 1/4" in hint and "0.005" in hint) if box == NUMBER else "1,024" in hint
+    assert ("0.6 或 3/5" in hint and "0.005" in hint) if box == NUMBER else "1,024" in hint
     assert page.locator(f"{box} input").get_attribute("aria-describedby") == page.locator(
         f"{box} .llm-ex__hint").get_attribute("id")
     attempts = 0

@@ -61,7 +61,7 @@
       if (data.kind === "number") {
         var v = toNumber(input.value);
         if (isNaN(v)) {
-          say("没看懂这个数：请写成小数或分数，例如 0.25 或 1/4。");
+          say("没看懂这个数：请写成小数或分数（输入框下面有写法）。");
           return;
         }
         right = Math.abs(v - data.answer) <= data.tolerance + 1e-9 * Math.max(1, Math.abs(data.answer));
