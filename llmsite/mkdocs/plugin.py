@@ -16,7 +16,7 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 
-from llmsite import offline, paths
+from llmsite import minify, offline, paths
 from llmsite.content.articles import Site, body_with_snippets
 from llmsite.content.memo import ArticleMemo
 from llmsite.mkdocs import content, csp, feed, formulas, search_index
@@ -152,6 +152,8 @@ class SitePlugin(BasePlugin[SiteConfig]):
         if self.csp is not None:
             rewritten = self.csp.finish(site_dir)
             log.debug("content security policy: %d pages rewritten (none when the guess was right)", rewritten)
+        if not self.serving:  # readers get the site's own scripts and styles without comments (a preview keeps them)
+            minify.minify_site(site_dir, Path(config["docs_dir"]))
         if not self.serving:  # a preview must stay fresh: no service worker, no offline list (llmsite/offline.py)
             kept = offline.write(site_dir)
             log.debug("offline reading: %d files, %d bytes", len(kept["files"]), kept["bytes"])
