@@ -3,6 +3,7 @@
 前两张图的 logits 是编出来的例子（不来自任何模型），概率由 code/sampling.py 计算；
 第三张图的乘加次数由 code/kv_cache.py 的 forward_macs 按矩阵形状算出（不是计时），
 tests/code/test_kv_cache.py 用 PyTorch 的 FlopCounterMode 核对过这个公式。
+文件末尾的 @exercise_answer 函数算出文章「练习」一节的答案，用的是同样的例子和 code/ 里同样的函数。
 单独运行本文件会把所有图画到 /tmp/llm-figures/ 下。
 """
 
@@ -15,9 +16,9 @@ if __name__ == "__main__":  # 单独运行本文件时，把 code/ 加入导入�
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
-from figkit import figure, new_figure, plain_log_axis
-from kv_cache import forward_macs
-from sampling import next_token_probs, top_k_filter, top_p_filter
+from figkit import exercise_answer, figure, new_figure, plain_log_axis
+from kv_cache import decode_step_bytes, forward_macs, kv_cache_bytes
+from sampling import apply_temperature, next_token_probs, top_k_filter, top_p_filter
 from tiny_transformer import TinyConfig
 
 # 编出来的例子：提示「今天天气真」之后，8 个候选词的 logits（不来自任何模型）
@@ -162,6 +163,51 @@ def kv_cache_work():
         ax.grid(True, which="major")
     axes[0].legend(loc="center right")
     return fig
+
+
+# ---------- 练习的答案（文章末尾的「练习」一节） ----------
+
+MIB, KIB = 2**20, 2**10
+
+
+@exercise_answer("temperature-half-ratio")
+def temperature_half_ratio():
+    """温度 0.5 时，例子 logits 里「好」的概率是「不错」的几倍。"""
+    probs = temperature_probs(0.5)
+    return probs[CANDIDATES.index("好")] / probs[CANDIDATES.index("不错")]
+
+
+@exercise_answer("top-k-then-top-p-count")
+def top_k_then_top_p_count():
+    """例子 logits、温度 1，先 top-k（k = 5）再 top-p（p = 0.9）之后还剩几个候选词。"""
+    probs = next_token_probs(torch.tensor(EXAMPLE_LOGITS, dtype=torch.float64), 1.0, top_k=TOP_K, top_p=TOP_P)
+    return int((probs > 0).sum())
+
+
+# top-p 练习的四个选项：温度 0.5、p = 0.9 时，被去掉的词里概率最高的是哪一个
+TOP_P_DROP_OPTIONS = ("热", "冷", "晴朗", "闷")
+
+
+@exercise_answer("top-p-first-dropped")
+def top_p_first_dropped():
+    """例子 logits 在温度 0.5 下做 top-p（p = 0.9），被去掉的词里概率最高的那个（返回选项的文字）。"""
+    z = apply_temperature(torch.tensor(EXAMPLE_LOGITS, dtype=torch.float64), 0.5)
+    kept = torch.isfinite(top_p_filter(z, TOP_P)).tolist()
+    dropped = [word for word, keep in zip(CANDIDATES, kept, strict=True) if not keep]  # 候选词按 logit 从大到小
+    return dropped[0] if dropped and dropped[0] in TOP_P_DROP_OPTIONS else f"先去掉的是 {dropped[:1]}，不在选项里"
+
+
+@exercise_answer("batch8-step-mib")
+def batch8_step_mib():
+    """GPT-2 small 的形状、float16，8 条序列（算上新词元各 1024 个位置）一起解码一步，至少从显存读多少 MiB。"""
+    return decode_step_bytes(GPT2_SMALL, MAX_T, batch_size=8) / MIB
+
+
+@exercise_answer("gqa-cache-kib")
+def gqa_cache_kib():
+    """32 层、32 个查询头、每头 128 维，每 4 个查询头共用一组键值：float16 下每个词元的 KV 缓存有多少 KiB。"""
+    n_layers, n_query_heads, group, d_head = 32, 32, 4, 128
+    return kv_cache_bytes(n_layers, n_query_heads // group, d_head, seq_len=1) // KIB
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ if __name__ == "__main__":  # 单独运行本文件时，把 code/ 加入导入�
 from functools import cache
 
 import torch
-from figkit import figure, figure_data, heatmap, new_figure
+from figkit import exercise_answer, figure, figure_data, heatmap, new_figure
 
 # 画注意力用的诗：王之涣《登鹳雀楼》，按语料原样用繁体；它在训练集里（第 873 首）
 HEATMAP_POEM = "白日依山盡，黃河入海流。欲窮千里目，更上一層樓。"
@@ -196,6 +196,74 @@ def gpt_attention_data():
         "ticks": labels,
         "row_name": "查询", "col_name": "键", "value_name": "权重", "vmin": 0, "vmax": 1,
     }
+
+
+# ---------- 练习的答案（文章末尾「练习」一节）：构建时算出，不手写 ----------
+
+
+@exercise_answer("uniform-guess-loss", data=("data/tang_wujue/poems.txt",))
+def uniform_guess_loss():
+    """给词表里每个词元同样的概率时的交叉熵 ln V；V 是在训练集上建出的词表大小。"""
+    import math
+
+    from gpt_from_scratch import MIN_COUNT, load_poems, split_poems
+    from tokenizer import CharTokenizer
+
+    train_text, _ = split_poems(load_poems())
+    tok = CharTokenizer.train(train_text, min_count=MIN_COUNT)
+    return math.log(tok.vocab_size)
+
+
+@exercise_answer("gpt-param-count")
+def gpt_param_count():
+    """参考模型的可训练参数个数：从训练好的模型里逐个数出来。"""
+    model, _, _ = trained()
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+# 「读完一整首之后」那道题用的诗：验证集里的一首（从未参与训练），没有字节回退，恰好 25 个词元
+HELD_OUT_POEM = "魚戲蓮葉西，盤盤舞波急。潛依曲岸涼，正對斜光入。"
+NEXT_TOKEN_OPTIONS = {"\n": "换行：这首诗结束了", "，": "逗号", "。": "句号"}
+NEXT_TOKEN_OTHER = "又一个汉字：接着写下一句"
+
+
+@exercise_answer("next-after-poem")
+def next_after_poem():
+    """训练好的模型读完换行加上 HELD_OUT_POEM 之后，概率最大的下一个词元落在哪个选项里。"""
+    from gpt_from_scratch import load_poems, split_poems
+
+    model, tok, _ = trained()
+    _, held_out = split_poems(load_poems())
+    if HELD_OUT_POEM not in held_out.splitlines():
+        return "这首诗不在验证集里：题目说它从未参与训练"
+    with torch.no_grad():
+        logits = model(torch.tensor([tok.encode("\n" + HELD_OUT_POEM)]))
+    text = tok.token_text(int(logits[0, -1].argmax()))
+    if text in NEXT_TOKEN_OPTIONS:
+        return NEXT_TOKEN_OPTIONS[text]
+    return NEXT_TOKEN_OTHER if len(text) == 1 and "\u4e00" <= text <= "\u9fff" else f"首选是 {text!r}，不在选项里"
+
+
+# gpt-attention 那道「先猜再看」题：句号得分最高的头读《登鸛雀樓》到位置 11（第二句末尾的「流」）时看哪里
+BEFORE_STOP_QUERY = 11
+BEFORE_STOP_OPTIONS = {
+    0: "位置 0 的换行：一首诗的开头",
+    6: "位置 6 的逗号：第一句的末尾",
+    10: "位置 10 的「海」：紧挨着的前一个字",
+}
+BEFORE_STOP_SPREAD = "分散在前面各个位置上，没有哪个占到一半"
+
+
+@exercise_answer("stop-head-before-stop")
+def stop_head_before_stop():
+    """gpt-attention 交互图打开时的那个头，第 BEFORE_STOP_QUERY 行的权重最多落在哪个位置（超过一半才算）。"""
+    weights = poem_attention()["weights"]
+    layer, h = full_stop_head()
+    row = weights[layer][h][BEFORE_STOP_QUERY]
+    top = int(row.argmax())
+    if row[top].item() <= 0.5:
+        return BEFORE_STOP_SPREAD
+    return BEFORE_STOP_OPTIONS.get(top, f"最大的权重在位置 {top}，不在选项里")
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@ import math
 from functools import cache
 
 import torch
-from block_depth import DepthProfile, depth_profile, last_layer_gradient
-from figkit import figure, new_figure, plain_log_axis
-from transformer_block import TransformerBlock, parameter_breakdown
+from block_depth import DepthProfile, depth_profile, last_layer_gradient, residual_stream_std
+from figkit import exercise_answer, figure, new_figure, plain_log_axis
+from transformer_block import TransformerBlock, block_flops, parameter_breakdown
 
 # 图中四种拼法的名字和画法：颜色按全站配色的顺序取
 LAYOUT_LABELS = {
@@ -179,6 +179,57 @@ def block_parameters():
     axes[1].set_ylabel("占一个块参数的百分比")
     axes[1].set_title("LayerNorm + GELU 配置的占比")
     return fig
+
+
+# ---------- 练习的答案（文章末尾「练习」一节）：构建时算出，不手写 ----------
+
+
+@exercise_answer("block-params-96")
+def block_params_96():
+    """TransformerBlock(d_model=96, n_heads=4) 的可训练参数个数：Pre-LN、LayerNorm、GELU、带偏置，从模块里数。"""
+    return sum(parameter_breakdown(TransformerBlock(96, 4)).values())
+
+
+@exercise_answer("scaled-init-variance-32")
+def scaled_init_variance_32():
+    """Pre-LN 叠 32 个随机初始化的块，残差分支乘以 1/√(2L) 之后，最后一个块输出的方差。"""
+    return residual_stream_std("pre", 32, scaled=True) ** 2
+
+
+# Pre-LN 梯度练习：总层数从 1 加到 64（图里只画到 32），最后一个块的梯度变成原来的几倍；四个选项各管一段
+PRENORM_DEEP = 64
+PRENORM_RATIO_OPTIONS = (
+    "降到约 1/64：每多一层，梯度就小一份",
+    "降到约 1/8：按 $1/\\sqrt{L}$ 变小",
+    "降到 0.3 到 0.5 倍之间",
+    "基本不变，和 Post-LN 一样",
+)
+
+
+@exercise_answer("prenorm-gradient-64")
+def prenorm_gradient_64():
+    """Pre-LN 叠 PRENORM_DEEP 层时最后一个块 FFN 降维矩阵的梯度范数，除以叠 1 层时的，落在哪个选项里。"""
+    ratio = last_layer_gradient("pre", PRENORM_DEEP) / last_layer_gradient("pre", STACK_SIZES[0])
+    if ratio < 0.03:
+        return PRENORM_RATIO_OPTIONS[0]
+    if 0.09 < ratio < 0.17:
+        return PRENORM_RATIO_OPTIONS[1]
+    if 0.3 <= ratio <= 0.5:
+        return PRENORM_RATIO_OPTIONS[2]
+    if 0.85 < ratio < 1.2:
+        return PRENORM_RATIO_OPTIONS[3]
+    return f"倍数是 {ratio:.3f}，不在任何一个选项的范围里"
+
+
+@exercise_answer("scores-crossover-768")
+def scores_crossover_768():
+    """d_model = 768 时，序列长到多少，block_flops 里注意力打分的运算量才追上其余两项之和（最小的 T）。"""
+    T = 1
+    while True:
+        flops = block_flops(768, T)
+        if flops["attention_scores"] >= flops["attention_proj"] + flops["ffn"]:
+            return T
+        T += 1
 
 
 if __name__ == "__main__":
