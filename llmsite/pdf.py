@@ -168,16 +168,24 @@ def _chapter_pages(pdf: Path, items: list[Chapter]) -> dict[str, int]:
     return found
 
 
-def build(site: Path, out: Path, site_url: str) -> dict[str, int]:
-    """Print the route's book from the built ``site`` into ``out`` (atomically); {slug: first page}."""
-    from playwright.sync_api import sync_playwright
+def build(site: Path, out: Path, site_url: str, browser=None) -> dict[str, int]:
+    """Print the route's book from the built ``site`` into ``out`` (atomically); {slug: first page}. ``browser``: a
+    Playwright Chromium already running in this thread (the tests' one); otherwise one is started and stopped."""
+    if browser is None:
+        from playwright.sync_api import sync_playwright
 
+        with sync_playwright() as pw:
+            own = pw.chromium.launch(executable_path=chromium.executable(), args=chromium.ARGS)
+            try:
+                return build(site, out, site_url, own)
+            finally:
+                own.close()
     items = chapters(site, site_url)
     sheets = _stylesheets(site, items[0].slug)
-    with tempfile.TemporaryDirectory(prefix="llm-pdf-") as tmp, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium.executable(), args=chromium.ARGS)
-        try:
-            page = browser.new_context(java_script_enabled=False, color_scheme="light").new_page()
+    context = browser.new_context(java_script_enabled=False, color_scheme="light")
+    try:
+        with tempfile.TemporaryDirectory(prefix="llm-pdf-") as tmp:
+            page = context.new_page()
             document, draft = Path(tmp) / "book.html", Path(tmp) / "book.pdf"
             pages: dict[str, int] | None = None
             for _ in range(3):  # numbers in the contents can move the chapters only once (the contents' length)
@@ -189,9 +197,9 @@ def build(site: Path, out: Path, site_url: str) -> dict[str, int]:
                 pages = found
             else:
                 raise PdfError("目录的页码没有稳定下来")
-        finally:
-            browser.close()
-        data = draft.read_bytes()
+            data = draft.read_bytes()
+    finally:
+        context.close()
     if len(data) > MAX_BYTES:
         raise PdfError(f"PDF 有 {len(data) / 1048576:.1f} MB，超过 {MAX_BYTES / 1048576:.0f} MB 的上限")
     atomic.write_bytes(out, data)

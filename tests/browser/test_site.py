@@ -163,6 +163,10 @@ IMAGE_REPORT = """async (skipSuffix) => {
 def test_images_load_in_both_palettes(page, site_server, url):
     page.goto(_url(site_server, url))
     assert _scheme(page) == "default"
+    # Interactive figures first: once mounted they hide their static images, and an image hidden while it loads
+    # never finishes. Waiting for them (every one must mount) keeps the report from racing figures.js.
+    page.wait_for_function("() => [...document.querySelectorAll('figure.llm-figure[data-llm-view]')]"
+                           ".every(f => f.classList.contains('llm-figure--live'))")
     light = page.evaluate(IMAGE_REPORT, "#only-dark")
     _switch_palette(page, "slate")
     dark = page.evaluate(IMAGE_REPORT, "#only-light")

@@ -157,9 +157,13 @@ def status_lines(output: str) -> dict[str, str]:
     return out
 
 
+KATEX = Path("docs") / "assets" / "vendor" / "katex"  # a lab page's formulas are checked with the vendored KaTeX
+
+
 def make_lab_repo(dest: Path) -> LabRepo:
     for part in ("code", "llmsite"):
         shutil.copytree(ROOT / part, dest / part, ignore=IGNORE)
+    shutil.copytree(ROOT / KATEX, dest / KATEX)
     repo = LabRepo(dest)
     repo.write("code/lab_shared.py", '"""测试用：两个实验都用到的模块。"""\n\nVALUE = 21\n')
     only_b = '"""测试用：只有实验乙用到。"""\n\nfrom lab_shared import VALUE\n\nDOUBLE = 2 * VALUE\n'

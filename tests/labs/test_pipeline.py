@@ -211,12 +211,12 @@ def test_real_labs_have_different_dependency_sets() -> None:
 def test_a_failing_lab_stops_the_mkdocs_build(tmp_path: Path, repo_cache: Path) -> None:
     repo = make_lab_repo(tmp_path / "repo")
     for part in ("docs", "data", "overrides"):
-        shutil.copytree(ROOT / part, repo.root / part, ignore=IGNORE)
+        shutil.copytree(ROOT / part, repo.root / part, ignore=IGNORE, dirs_exist_ok=True)
     shutil.copy2(ROOT / "mkdocs.yml", repo.root / "mkdocs.yml")
     (repo.root / "node_modules").symlink_to(ROOT / "node_modules")
     # the real labs too (the article links to them), with their cache entries when there are some
     shutil.copytree(ROOT / "labs", repo.root / "labs", dirs_exist_ok=True, ignore=IGNORE)
-    for kind in ("labs", "figures", "artifacts"):
+    for kind in ("labs", "figures", "answers", "artifacts"):
         if (repo_cache / kind).is_dir():
             shutil.copytree(repo_cache / kind, repo.root / ".cache" / kind, dirs_exist_ok=True)
     repo.write("labs/broken.py", BROKEN)

@@ -22,9 +22,9 @@ SITE_URL = "https://example.org/llm/"
 
 
 @pytest.fixture(scope="module")
-def printed(built_site: BuiltSite, tmp_path_factory) -> tuple[Path, dict[str, int]]:
+def printed(built_site: BuiltSite, browser, tmp_path_factory) -> tuple[Path, dict[str, int]]:
     out = tmp_path_factory.mktemp("pdf") / "route.pdf"
-    return out, pdf.build(built_site.dir, out, SITE_URL)
+    return out, pdf.build(built_site.dir, out, SITE_URL, browser)
 
 
 def _titles(built_site: BuiltSite) -> list[tuple[str, str]]:
