@@ -2,9 +2,8 @@
 
 ``docs/assets/javascripts/*.js`` and ``docs/assets/stylesheets/*.css`` keep their Chinese comments for the people
 who read and change them; readers' browsers need none of that. After a build the copies in the site are rewritten
-(atomically) by rjsmin and rcssmin, which only drop comments and whitespace, never rename: on the attention
-article this takes the site's own scripts and styles from 24.0 kB to 16.5 kB gzip. Vendored files (KaTeX) are
-left as they are: they come minified.
+(atomically) by rjsmin and rcssmin, which only drop comments and whitespace, never rename: the 11 files an article
+loads go from 23.1 kB to 15.3 kB gzip. Vendored files (KaTeX) are left as they are: they come minified.
 """
 
 from __future__ import annotations
