@@ -16,7 +16,7 @@ if __name__ == "__main__":  # 单独运行本文件时，把 code/ 加入导入�
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
-from figkit import exercise_answer, figure, new_figure, plain_log_axis
+from figkit import exercise_answer, figure, figure_data, new_figure, plain_log_axis
 from kv_cache import decode_step_bytes, forward_macs, kv_cache_bytes
 from sampling import apply_temperature, next_token_probs, top_k_filter, top_p_filter
 from tiny_transformer import TinyConfig
@@ -97,6 +97,47 @@ def decoding_temperature():
     ax.set_title("最可能的词元占多少")
     ax.grid(True)
     return fig
+
+
+# 交互版的滑块：含静态图左边的三个温度 0.5、1、2
+EXPLORER_TEMPERATURES = [0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0]
+
+
+@figure_data("decoding-temperature", view="bars")
+def decoding_temperature_data():
+    """网页上的交互版：滑块选温度，按钮切换要不要再做 top-p（p = TOP_P）；柱子是 8 个候选词的概率。"""
+    logits = torch.tensor(EXAMPLE_LOGITS, dtype=torch.float64)
+    views = []
+    for i, t in enumerate(EXPLORER_TEMPERATURES):
+        before = next_token_probs(logits, t)
+        for j, top_p in enumerate((None, TOP_P)):
+            probs = next_token_probs(logits, t, top_p=top_p)  # 做了 top-p 时，留下的词重新归一化
+            kept = probs > 0
+            views.append({
+                "at": [i, j],
+                "title": f"温度 {t:g}，{'不截断' if top_p is None else f'top-p（p = {top_p:g}）之后'}："
+                f"{len(CANDIDATES)} 个候选词的概率",
+                "values": probs,
+                "stats": [
+                    {"label": "「好」的概率", "value": probs[0], "digits": 3},
+                    {"label": "「好」「不错」在截断前的概率之和", "value": before[:2].sum(), "digits": 3},
+                    {"label": "能抽到的候选词", "value": int(kept.sum()), "digits": 0,
+                     "suffix": f" / {len(CANDIDATES)}"},
+                    {"label": "留下的词在截断前的概率之和", "value": before[kept].sum(), "digits": 3},
+                ],
+            })
+    return {
+        "note": "拖动滑块改变温度，用按钮切换是否再做 top-p；静态图左边只画了温度 0.5、1、2，不做截断。",
+        "controls": [
+            {"label": "温度", "options": [f"{t:g}" for t in EXPLORER_TEMPERATURES], "kind": "slider",
+             "initial": EXPLORER_TEMPERATURES.index(1.0)},
+            {"label": "截断", "options": ["不截断", f"top-p（p = {TOP_P:g}）"]},
+        ],
+        "views": views,
+        "x_name": "、".join(CANDIDATES) + "（从左到右）",
+        "y_name": "概率", "ymax": 1,
+        "reference": {"value": 1 / len(CANDIDATES), "label": f"均匀分布 1/{len(CANDIDATES)}"},
+    }
 
 
 @figure(

@@ -17,7 +17,7 @@ from functools import cache
 
 import torch
 from block_depth import DepthProfile, depth_profile, last_layer_gradient, residual_stream_std
-from figkit import exercise_answer, figure, new_figure, plain_log_axis
+from figkit import exercise_answer, figure, figure_data, new_figure, plain_log_axis
 from transformer_block import TransformerBlock, block_flops, parameter_breakdown
 
 # 图中四种拼法的名字和画法：颜色按全站配色的顺序取
@@ -29,6 +29,7 @@ LAYOUT_LABELS = {
 }
 DEPTH = 32  # 残差流实验叠的层数
 STACK_SIZES = [1, 2, 4, 8, 16, 32]  # Pre-LN / Post-LN 梯度实验的总层数
+PRENORM_DEEP = 64  # 梯度图的交互版和练习多看的一档：比静态图最深的 32 层再深一倍
 D_MODELS = [64, 128, 256, 512, 1024, 2048, 4096]  # 参数分布图的宽度，每头 64 维
 GRAD_FLOOR = 0.01  # 梯度图纵轴的下限：无残差的曲线低于它的部分出界，改用文字标出
 
@@ -131,6 +132,50 @@ def prenorm_gradient():
     return fig
 
 
+# 交互版的滑块：静态图的 6 种总层数，再多一档 PRENORM_DEEP 层（练习 prenorm-gradient-64 问的就是它）
+EXPLORER_STACK_SIZES = [*STACK_SIZES, PRENORM_DEEP]
+
+
+@cache
+def explorer_gradients() -> dict[str, list[float]]:
+    """{layout: [叠 n 层时最后一个块 FFN 降维矩阵的梯度范数，n 取 EXPLORER_STACK_SIZES]}，
+    外加 "pre_std"：Pre-LN 残差流（末尾归一化之前）的标准差。"""
+    out = {layout: [last_layer_gradient(layout, n) for n in EXPLORER_STACK_SIZES] for layout in ("post", "pre")}
+    out["pre_std"] = [residual_stream_std("pre", n) for n in EXPLORER_STACK_SIZES]
+    return out
+
+
+@figure_data("prenorm-gradient", view="bars")
+def prenorm_gradient_data():
+    """网页上的交互版：滑块选总层数，两根柱子是 Post-LN、Pre-LN 最后一个块的梯度；旁边列出和 1 层时的比较。"""
+    data = explorer_gradients()
+    views = []
+    for i, n in enumerate(EXPLORER_STACK_SIZES):
+        post, pre, std = data["post"][i], data["pre"][i], data["pre_std"][i]
+        views.append({
+            "at": [i],
+            "title": f"总层数 L = {n}：最后一个块前馈网络降维矩阵的梯度范数",
+            "values": [post, pre],
+            "stats": [
+                {"label": "Post-LN 的梯度范数", "value": post, "digits": 3},
+                {"label": "Pre-LN 的梯度范数", "value": pre, "digits": 3},
+                {"label": "Pre-LN：是叠 1 层时的", "value": pre / data["pre"][0], "digits": 3, "suffix": " 倍"},
+                {"label": "照 1/√L 应是叠 1 层时的", "value": 1 / math.sqrt(n), "digits": 3, "suffix": " 倍"},
+                {"label": "Pre-LN 残差流的标准差（末尾归一化之前）", "value": std, "digits": 3},
+                {"label": "叠 1 层时的标准差 ÷ 这个标准差", "value": data["pre_std"][0] / std, "digits": 3},
+            ],
+        })
+    return {
+        "note": f"拖动滑块改变总层数 L；左边的柱子是 Post-LN，右边的是 Pre-LN。"
+        f"静态图画到 {STACK_SIZES[-1]} 层，这里多一档 {PRENORM_DEEP} 层。",
+        "controls": [{"label": "总层数 L", "options": list(EXPLORER_STACK_SIZES), "kind": "slider"}],
+        "views": views,
+        "x_name": "左：Post-LN　右：Pre-LN", "y_name": "最后一个块 FFN 降维矩阵的梯度范数",
+        "ymax": math.ceil(max(data["post"] + data["pre"])),
+        "reference": {"value": data["pre"][0], "label": "Pre-LN 叠 1 层时"},
+    }
+
+
 @figure(
     "block-parameters",
     article="transformer-block",
@@ -196,8 +241,7 @@ def scaled_init_variance_32():
     return residual_stream_std("pre", 32, scaled=True) ** 2
 
 
-# Pre-LN 梯度练习：总层数从 1 加到 64（图里只画到 32），最后一个块的梯度变成原来的几倍；四个选项各管一段
-PRENORM_DEEP = 64
+# Pre-LN 梯度练习：总层数从 1 加到 PRENORM_DEEP（静态图只画到 32），最后一个块的梯度变成原来的几倍；四个选项各管一段
 PRENORM_RATIO_OPTIONS = (
     "降到约 1/64：每多一层，梯度就小一份",
     "降到约 1/8：按 $1/\\sqrt{L}$ 变小",
