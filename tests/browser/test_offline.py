@@ -88,11 +88,23 @@ def copy_of_site(built_site: BuiltSite, tmp_path: Path) -> Deployed:
     return Deployed(root, port)
 
 
-def _context(browser):
+@pytest.fixture
+def reader(browser):
+    """A reader's first page in a fresh context (390 px, zh-CN, service workers allowed); an uncaught error in any
+    of its pages fails the test."""
     context = browser.new_context(viewport={"width": 390, "height": 800}, locale="zh-CN", service_workers="allow")
     errors: list[str] = []
     context.on("page", lambda p: p.on("pageerror", lambda e: errors.append(str(e))))
-    return context, errors
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    yield pg
+    context.close()
+    if errors:
+        pytest.fail(f"uncaught errors in the page: {errors}", pytrace=False)
+
+
+def _base(port: int) -> str:
+    return f"http://127.0.0.1:{port}/{SUBPATH}/"
 
 
 def _enable(pg) -> str:
@@ -107,109 +119,87 @@ def _enable(pg) -> str:
     return first
 
 
-def test_every_route_page_reads_offline_after_one_visit(browser, copy_of_site: Deployed) -> None:
+def test_every_route_page_reads_offline_after_one_visit(reader, copy_of_site: Deployed) -> None:
     site = copy_of_site.site
     kept = json.loads((site / offline.MANIFEST).read_text(encoding="utf-8"))
     route = _route_pages()
     assert set(route) <= {f["url"] for f in kept["files"]}, "offline.json leaves out a route page"
-    context, errors = _context(browser)
-    try:
-        with _serving(copy_of_site.root, copy_of_site.port) as port:
-            base = f"http://127.0.0.1:{port}/{SUBPATH}/"
-            pg = context.new_page()
-            pg.set_default_timeout(60_000)
-            pg.goto(base + "articles/transformer-attention/")
-            said = _enable(pg)
-            megabytes = f"{kept['bytes'] / 1048576:.1f} MB"
-            assert f"{len(kept['files'])} 个文件" in said and megabytes in said, said
-            pg.locator(".llm-offline [role=status]").filter(has_text="已可离线阅读").wait_for(timeout=120_000)
-        # the server is gone: nothing answers on that port any more
-        for path in route:
-            pg.goto(base + path)
-            assert pg.title().endswith("大模型学习交流平台"), (path, pg.title())
-            assert pg.locator("article h1").count() == 1, path
-            # every image the page shows is there (lazy ones are fetched as the browser would, through the worker)
-            images = pg.evaluate("""() => Promise.all([...document.querySelectorAll('article img')]
-                .filter(i => !i.src.startsWith('data:')).map(
-                i => fetch(i.src).then(r => r.ok ? r.text().then(t => [i.src, t.length > 100]) : [i.src, false],
-                                       () => [i.src, false])))""")
-            assert all(ok for _, ok in images), (path, [src for src, ok in images if not ok])
-            if path.startswith("articles/transformer-attention"):
-                assert images, "the attention article has figures"
-                shown = pg.locator("article img").filter(visible=True).first
-                shown.scroll_into_view_if_needed()
-                pg.wait_for_function("(i) => i.complete && i.naturalWidth > 0", arg=shown.element_handle())
-                assert pg.locator(".katex, mjx-container, .arithmatex").count() > 10, "formulas are there"
-                assert pg.evaluate("() => document.fonts.check('16px KaTeX_Main')"), "KaTeX's font loaded offline"
-        # instant navigation offline: a click on the footer's "next" link swaps the page without a reload
+    pg, base = reader, _base(copy_of_site.port)
+    with _serving(copy_of_site.root, copy_of_site.port):
         pg.goto(base + "articles/transformer-attention/")
-        # instant navigation takes over links once it has read the sitemap (from the worker's cache here)
-        pg.wait_for_function("() => performance.getEntriesByType('resource')"
-                             ".some(e => e.name.endsWith('/sitemap.xml'))")
-        pg.evaluate("() => { window.__sameDocument = true; }")
-        pg.locator("article a[rel=next]").click()
-        pg.wait_for_url(lambda url: "/articles/transformer-block/" in url)
-        assert pg.evaluate("() => window.__sameDocument === true"), "instant navigation reloaded the page"
-        # search offline: the index and the worker were kept
-        query = "input[data-md-component=search-query]"
-        pg.locator("label.md-header__button[for=__search]").click()
-        pg.fill(query, "注意力")
-        pg.press(query, "End")  # Material searches on keyup
-        pg.wait_for_function("() => [...document.querySelectorAll('.md-search-result__item a')]"
-                             ".some(a => a.pathname.endsWith('/articles/transformer-attention/'))", timeout=30_000)
-        # a page that was never listed is not there, and the browser says so (no crash of the site's scripts)
-        assert not errors, errors
-    finally:
-        context.close()
+        said = _enable(pg)
+        megabytes = f"{kept['bytes'] / 1048576:.1f} MB"
+        assert f"{len(kept['files'])} 个文件" in said and megabytes in said, said
+        pg.locator(".llm-offline [role=status]").filter(has_text="已可离线阅读").wait_for(timeout=120_000)
+    # the server is gone: nothing answers on that port any more
+    for path in route:
+        pg.goto(base + path)
+        assert pg.title().endswith("大模型学习交流平台"), (path, pg.title())
+        assert pg.locator("article h1").count() == 1, path
+        # every image the page shows is there (lazy ones are fetched as the browser would, through the worker)
+        images = pg.evaluate("""() => Promise.all([...document.querySelectorAll('article img')]
+            .filter(i => !i.src.startsWith('data:')).map(
+            i => fetch(i.src).then(r => r.ok ? r.text().then(t => [i.src, t.length > 100]) : [i.src, false],
+                                   () => [i.src, false])))""")
+        assert all(ok for _, ok in images), (path, [src for src, ok in images if not ok])
+        if path.startswith("articles/transformer-attention"):
+            assert images, "the attention article has figures"
+            shown = pg.locator("article img").filter(visible=True).first
+            shown.scroll_into_view_if_needed()
+            pg.wait_for_function("(i) => i.complete && i.naturalWidth > 0", arg=shown.element_handle())
+            assert pg.locator(".arithmatex .katex").count() > 10, "formulas are there (rendered at build time)"
+            assert pg.evaluate("() => document.fonts.check('16px KaTeX_Main')"), "KaTeX's font loaded offline"
+    # instant navigation offline: a click on the footer's "next" link swaps the page without a reload
+    pg.goto(base + "articles/transformer-attention/")
+    # instant navigation takes over links once it has read the sitemap (from the worker's cache here)
+    pg.wait_for_function("() => performance.getEntriesByType('resource')"
+                         ".some(e => e.name.endsWith('/sitemap.xml'))")
+    pg.evaluate("() => { window.__sameDocument = true; }")
+    pg.locator("article a[rel=next]").click()
+    pg.wait_for_url(lambda url: "/articles/transformer-block/" in url)
+    assert pg.evaluate("() => window.__sameDocument === true"), "instant navigation reloaded the page"
+    # search offline: the index and the worker were kept
+    query = "input[data-md-component=search-query]"
+    pg.locator("label.md-header__button[for=__search]").click()
+    pg.fill(query, "注意力")
+    pg.press(query, "End")  # Material searches on keyup
+    pg.wait_for_function("() => [...document.querySelectorAll('.md-search-result__item a')]"
+                         ".some(a => a.pathname.endsWith('/articles/transformer-attention/'))", timeout=30_000)
 
 
-def test_a_new_deploy_is_offered_and_replaces_the_kept_pages(browser, copy_of_site: Deployed) -> None:
+def test_a_new_deploy_is_offered_and_replaces_the_kept_pages(reader, copy_of_site: Deployed) -> None:
     site = copy_of_site.site
-    context, errors = _context(browser)
-    try:
-        with _serving(copy_of_site.root, copy_of_site.port) as port:
-            base = f"http://127.0.0.1:{port}/{SUBPATH}/"
-            pg = context.new_page()
-            pg.set_default_timeout(60_000)
-            pg.goto(base)
-            _enable(pg)
-            pg.locator(".llm-offline [role=status]").filter(has_text="已可离线阅读").wait_for(timeout=120_000)
-            # a deploy: one page changed, so offline.json and sw.js change
-            about = site / "about" / "index.html"
-            about.write_text(about.read_text(encoding="utf-8").replace("</h1>", "（新版本标记）</h1>", 1),
-                             encoding="utf-8")
-            old = json.loads((site / offline.MANIFEST).read_text(encoding="utf-8"))["version"]
-            assert offline.write(site)["version"] != old
-            pg.goto(base + "about/")
-            assert "新版本标记" not in pg.locator("h1").inner_text(), "the kept page is read until the reader agrees"
-            update = pg.get_by_role("button", name="有更新：重新加载")
-            update.wait_for(timeout=120_000)
-            update.click()
-            pg.wait_for_function("() => document.querySelector('h1').textContent.includes('新版本标记')",
-                                 timeout=60_000)
-        assert not errors, errors
-    finally:
-        context.close()
+    pg, base = reader, _base(copy_of_site.port)
+    with _serving(copy_of_site.root, copy_of_site.port):
+        pg.goto(base)
+        _enable(pg)
+        pg.locator(".llm-offline [role=status]").filter(has_text="已可离线阅读").wait_for(timeout=120_000)
+        # a deploy: one page changed, so offline.json and sw.js change
+        about = site / "about" / "index.html"
+        about.write_text(about.read_text(encoding="utf-8").replace("</h1>", "（新版本标记）</h1>", 1),
+                         encoding="utf-8")
+        old = json.loads((site / offline.MANIFEST).read_text(encoding="utf-8"))["version"]
+        assert offline.write(site)["version"] != old
+        pg.goto(base + "about/")
+        assert "新版本标记" not in pg.locator("h1").inner_text(), "the kept page is read until the reader agrees"
+        update = pg.get_by_role("button", name="有更新：重新加载")
+        update.wait_for(timeout=120_000)
+        update.click()
+        pg.wait_for_function("() => document.querySelector('h1').textContent.includes('新版本标记')",
+                             timeout=60_000)
 
 
-def test_too_little_storage_gets_a_message_and_the_site_goes_on(browser, copy_of_site: Deployed) -> None:
-    context, errors = _context(browser)
-    try:
-        with _serving(copy_of_site.root, copy_of_site.port) as port:
-            base = f"http://127.0.0.1:{port}/{SUBPATH}/"
-            pg = context.new_page()
-            pg.set_default_timeout(60_000)
-            cdp = context.new_cdp_session(pg)
-            cdp.send("Storage.overrideQuotaForOrigin", {"origin": f"http://127.0.0.1:{port}", "quotaSize": 200_000})
-            pg.goto(base + "articles/transformer-attention/")
-            _enable(pg)
-            pg.locator(".llm-offline [role=status]").filter(has_text="存储空间不够").wait_for(timeout=120_000)
-            # online reading goes on: another page opens, its scripts run (the figures' interactive views)
-            pg.goto(base + "articles/transformer-block/")
-            assert pg.locator("article h1").count() == 1
-        assert not errors, errors
-    finally:
-        context.close()
+def test_too_little_storage_gets_a_message_and_the_site_goes_on(reader, copy_of_site: Deployed) -> None:
+    pg, base = reader, _base(copy_of_site.port)
+    with _serving(copy_of_site.root, copy_of_site.port):
+        cdp = pg.context.new_cdp_session(pg)
+        cdp.send("Storage.overrideQuotaForOrigin", {"origin": base.split(f"/{SUBPATH}/")[0], "quotaSize": 200_000})
+        pg.goto(base + "articles/transformer-attention/")
+        _enable(pg)
+        pg.locator(".llm-offline [role=status]").filter(has_text="存储空间不够").wait_for(timeout=120_000)
+        # online reading goes on: another page opens, its scripts run (the figures' interactive views)
+        pg.goto(base + "articles/transformer-block/")
+        assert pg.locator("article h1").count() == 1
 
 
 def test_the_manifest_lists_what_pages_load_and_is_stable(built_site: BuiltSite) -> None:

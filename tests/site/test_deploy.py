@@ -154,6 +154,8 @@ def test_comments_when_enabled_show_the_configured_repository(commented_site: Pa
     assert 'src="https://giscus.app/client.js"' in html
     assert f'data-repo="{config["repo"]}"' in html
     assert f'data-category="{config["category"]}"' in html
+    # each article maps to a discussion of its own by slug, not by the page's address
+    assert 'data-mapping="specific"' in html and 'data-term="transformer-attention"' in html
     assert "data-md-color-scheme" in html  # the palette follower
     # opted out in front matter; and never on non-article pages (the site-wide Content-Security-Policy
     # names giscus.app on every page once comments are on, so that one tag is left out of the comparison)
