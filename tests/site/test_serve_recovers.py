@@ -216,6 +216,9 @@ def test_serve_reports_a_broken_figure_and_lab_and_recovers(built_site: BuiltSit
             text = banner.inner_text()
             assert "1 个错误、1 个排版提醒" in text and "修改建议" in text, text
             assert page.locator("article h1").first.is_visible()  # the page itself is still there, below
+            # a preview offers no offline reading (its pages must stay fresh): the footer's control stays hidden
+            page.wait_for_function("() => typeof window.livereload === 'function'")
+            assert page.locator(".llm-offline").count() == 1 and not page.locator(".llm-offline").is_visible()
         finally:
             context.close()
         mark = len(server.log())

@@ -11,7 +11,8 @@
   function remember(on) {
     try { if (on) localStorage.setItem(KEY, "1"); else localStorage.removeItem(KEY); } catch (e) { /* 存不下只影响提示 */ }
   }
-  function preview() { return !!document.querySelector('script[src*="livereload"]'); }
+  // 预览服务器（mkdocs serve、python -m llmsite serve）在页面末尾内联一段 livereload 脚本，定义全局的 livereload
+  function preview() { return typeof window.livereload === "function" || !!document.querySelector('script[src*="livereload"]'); }
 
   function mount(box) {
     if (box.dataset.llmMounted) return;
