@@ -274,6 +274,19 @@ def trained_artifacts() -> dict[str, Path]:
     return artifacts.ensure(list(artifacts.discover().values()), out=io.StringIO())
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Torch on one thread for a module's tests (``pytestmark = pytest.mark.usefixtures("one_thread")``): on small
+    tensors more threads only add overhead, and on a busy machine two threads waiting on each other run ten times
+    slower. The number of threads is restored afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def site_server(built_site: BuiltSite) -> str:
     """The built site under ``/llm-study-platform/`` (served by the controlling process); the base URL."""

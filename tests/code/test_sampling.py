@@ -26,14 +26,9 @@ from sampling import (
     top_p_filter,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """小张量上多线程只有开销；机器忙时两个线程互相等待，会慢十几倍。测完恢复原来的线程数。"""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+
 
 
 F64 = torch.float64

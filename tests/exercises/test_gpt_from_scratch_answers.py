@@ -2,16 +2,15 @@
 
 Collected by ``tests/exercises/test_answers.py`` (``RECOMPUTED`` here) and checked here with its ``check``. The
 recomputations do not call the answer functions, the figure module, ``load_poems`` / ``split_poems`` or the
-tokenizer: the corpus is read and split with plain Python, the vocabulary is counted here, parameter counts come
-from PyTorch's own modules on the meta device, and the trained model (the build artifact, read from the run's
-cache) is run by a forward pass written out here from its ``state_dict`` with PyTorch's functional ops -- which
-also gives the attention weights the ``gpt-attention`` figure shows. The sentences of the explanations that state
-something about these results are checked too.
+tokenizer: the corpus is read, split and its vocabulary counted in plain Python (``test_gpt_claims.corpus``),
+parameter counts come from PyTorch's own modules on the meta device, and the trained model (the build artifact,
+read from the run's cache) is run by a forward pass written out here from its ``state_dict`` with PyTorch's
+functional ops -- which also gives the attention weights the ``gpt-attention`` figure shows. The sentences of the
+explanations that state something about these results are checked too.
 """
 
 from __future__ import annotations
 
-import collections
 import math
 import sys
 from collections.abc import Callable
@@ -23,10 +22,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tests.figures.test_gpt_claims import corpus  # the split and the vocabulary, counted there in plain Python
+
 from .test_answers import Value, check
 
 # The trained Tang-poem model is read from the run's build cache, never trained here.
-pytestmark = pytest.mark.usefixtures("trained_artifacts")
+pytestmark = pytest.mark.usefixtures("trained_artifacts", "one_thread")
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ROOT / "code"
@@ -40,22 +41,6 @@ FIGURE_POEM = "白日依山盡，黃河入海流。欲窮千里目，更上一�
 HELD_OUT_POEM = "魚戲蓮葉西，盤盤舞波急。潛依曲岸涼，正對斜光入。"  # the poem of the next-after-poem exercise
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@cache
-def corpus() -> dict:
-    poems = CORPUS.read_bytes().decode("utf-8").split("\n")[:-1]
-    train = [p for i, p in enumerate(poems) if (i + 1) % 10 != 0]  # every 10th poem is held out
-    held = [p for i, p in enumerate(poems) if (i + 1) % 10 == 0]
-    counts = collections.Counter("".join(p + "\n" for p in train))
-    chars = sorted((c for c, n in counts.items() if n >= 2), key=lambda c: (-counts[c], ord(c)))
-    return {"train": train, "held": held, "chars": chars}
 
 
 def encode(text: str) -> list[int]:

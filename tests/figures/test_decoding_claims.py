@@ -43,7 +43,7 @@ from .claims import Check, Claim, approx, holds
 from .claims import half_unit as _half_unit
 
 # The trained Tang-poem model is read from the run's build cache (`trained_artifacts`), never trained here.
-pytestmark = pytest.mark.usefixtures("trained_artifacts")
+pytestmark = pytest.mark.usefixtures("trained_artifacts", "one_thread")
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ROOT / "code"
@@ -60,16 +60,6 @@ from attention import scaled_dot_product_attention  # noqa: E402
 from kv_cache import beam_search, generate  # noqa: E402
 from sampling import sample  # noqa: E402
 from tiny_transformer import TinyConfig, TinyTransformer  # noqa: E402
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensors: threads only add overhead (and wait on each other on a busy machine). Restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 # The made-up examples, as the article and captions describe them
 EXAMPLE = [3.0, 2.2, 1.8, 1.2, 0.8, 0.3, -0.5, -1.5]  # 好 不错 热 冷 晴朗 闷 糟 奇怪
