@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -84,32 +85,35 @@ def _decorator_call(dec: ast.expr, decorator: str = DECORATOR) -> ast.Call | Non
     return dec if name == decorator else None
 
 
+def _decorated(tree: ast.Module, path: Path, decorator: str) -> Iterator[tuple[ast.FunctionDef, ast.Call, str]]:
+    """Each top-level function of a module decorated with ``@decorator(...)``: (function, the call, "file:line")."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            for dec in node.decorator_list:
+                call = _decorator_call(dec, decorator)
+                if call is not None:
+                    yield node, call, f"{rel(path)}:{node.lineno}"
+
+
 def _data_declarations(tree: ast.Module, path: Path) -> dict[str, tuple[str, str, int]]:
     """``{figure name: (function, view, line)}`` for the ``@figure_data`` functions of one module."""
     found: dict[str, tuple[str, str, int]] = {}
-    for node in tree.body:
-        if not isinstance(node, ast.FunctionDef):
-            continue
-        for dec in node.decorator_list:
-            call = _decorator_call(dec, DATA_DECORATOR)
-            if call is None:
-                continue
-            where = f"{rel(path)}:{node.lineno}"
-            if len(call.args) != 1:
-                raise DeclarationError(f"{where}: @figure_data 需要恰好一个位置参数：它所属的图的名字")
-            name = str(_literal(call.args[0], "name", where))
-            kw = {k.arg: _literal(k.value, str(k.arg), where) for k in call.keywords if k.arg}
-            unknown = sorted(set(kw) - {"view"})
-            if unknown:
-                raise DeclarationError(f"{where}: @figure_data 不认识参数 {'、'.join(unknown)}（只有 view）")
-            view = kw.get("view")
-            if view not in VIEWS:
-                raise DeclarationError(
-                    f"{where}: @figure_data 的 view 应是 {' 或 '.join(repr(v) for v in VIEWS)}，现在是 {view!r}"
-                )
-            if name in found:
-                raise DeclarationError(f"{where}: 图 {name} 的 @figure_data 已在第 {found[name][2]} 行声明过")
-            found[name] = (node.name, str(view), node.lineno)
+    for node, call, where in _decorated(tree, path, DATA_DECORATOR):
+        if len(call.args) != 1:
+            raise DeclarationError(f"{where}: @figure_data 需要恰好一个位置参数：它所属的图的名字")
+        name = str(_literal(call.args[0], "name", where))
+        kw = {k.arg: _literal(k.value, str(k.arg), where) for k in call.keywords if k.arg}
+        unknown = sorted(set(kw) - {"view"})
+        if unknown:
+            raise DeclarationError(f"{where}: @figure_data 不认识参数 {'、'.join(unknown)}（只有 view）")
+        view = kw.get("view")
+        if view not in VIEWS:
+            raise DeclarationError(
+                f"{where}: @figure_data 的 view 应是 {' 或 '.join(repr(v) for v in VIEWS)}，现在是 {view!r}"
+            )
+        if name in found:
+            raise DeclarationError(f"{where}: 图 {name} 的 @figure_data 已在第 {found[name][2]} 行声明过")
+        found[name] = (node.name, str(view), node.lineno)
     return found
 
 
@@ -188,34 +192,27 @@ def parse_answers(path: Path) -> list[AnswerSpec]:
 def _parse_answers_text(path: Path, text: str) -> tuple[AnswerSpec, ...]:
     tree = ast.parse(text, filename=str(path))
     found: list[AnswerSpec] = []
-    for node in tree.body:
-        if not isinstance(node, ast.FunctionDef):
-            continue
-        for dec in node.decorator_list:
-            call = _decorator_call(dec, ANSWER_DECORATOR)
-            if call is None:
-                continue
-            where = f"{rel(path)}:{node.lineno}"
-            if len(call.args) != 1:
-                raise DeclarationError(f"{where}: @exercise_answer 需要恰好一个位置参数：答案的名字")
-            name = _literal(call.args[0], "name", where)
-            if not isinstance(name, str) or not ANSWER_NAME.match(name):
-                raise DeclarationError(
-                    f"{where}: 答案的名字 {name!r} 不合法：只用小写字母、数字和连字符，例如 \"causal-row3\""
-                )
-            kw = {k.arg: _literal(k.value, str(k.arg), where) for k in call.keywords if k.arg}
-            unknown = sorted(set(kw) - {"data"})
-            if unknown:
-                raise DeclarationError(f"{where}: @exercise_answer 不认识参数 {'、'.join(unknown)}（只有 data）")
-            data = kw.get("data", ())
-            if isinstance(data, str):
-                data = (data,)
-            if not isinstance(data, (tuple, list)) or not all(isinstance(d, str) for d in data):
-                raise DeclarationError(f"{where}: @exercise_answer 的 data 应是字符串元组，例如 data=(\"data/x.csv\",)")
-            args = node.args
-            if args.args or args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg:
-                raise DeclarationError(f"{where}: 答案函数 {node.name} 不能带参数（构建时直接调用 {node.name}()）")
-            found.append(AnswerSpec(name, path, node.name, node.lineno, tuple(data)))
+    for node, call, where in _decorated(tree, path, ANSWER_DECORATOR):
+        if len(call.args) != 1:
+            raise DeclarationError(f"{where}: @exercise_answer 需要恰好一个位置参数：答案的名字")
+        name = _literal(call.args[0], "name", where)
+        if not isinstance(name, str) or not ANSWER_NAME.match(name):
+            raise DeclarationError(
+                f"{where}: 答案的名字 {name!r} 不合法：只用小写字母、数字和连字符，例如 \"causal-row3\""
+            )
+        kw = {k.arg: _literal(k.value, str(k.arg), where) for k in call.keywords if k.arg}
+        unknown = sorted(set(kw) - {"data"})
+        if unknown:
+            raise DeclarationError(f"{where}: @exercise_answer 不认识参数 {'、'.join(unknown)}（只有 data）")
+        data = kw.get("data", ())
+        if isinstance(data, str):
+            data = (data,)
+        if not isinstance(data, (tuple, list)) or not all(isinstance(d, str) for d in data):
+            raise DeclarationError(f"{where}: @exercise_answer 的 data 应是字符串元组，例如 data=(\"data/x.csv\",)")
+        args = node.args
+        if args.args or args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg:
+            raise DeclarationError(f"{where}: 答案函数 {node.name} 不能带参数（构建时直接调用 {node.name}()）")
+        found.append(AnswerSpec(name, path, node.name, node.lineno, tuple(data)))
     return tuple(found)
 
 
