@@ -7,6 +7,7 @@
     python -m llmsite bench --only scaling --sizes 1000 --scaling-repeats 8   # per-article ratio at N = 1,000
     python -m llmsite bench --only marginal [--marginal-suite]   # cost of one more article: cold build (and suite)
     python -m llmsite bench --only lighthouse [--lighthouse-repeats N]   # mobile Lighthouse, ours vs plain Material
+    python -m llmsite bench --only playground      # the model in the browser: tokens/s against PyTorch, bytes
     python -m llmsite bench --out bench-results/ --keep
 
 Everything runs in temporary copies of the repository (docs/, code/, data/,
@@ -30,13 +31,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import build, common, lighthouse, marginal, report, scaling, serve, serve_scale, weight
+from bench import build, common, lighthouse, marginal, playground, report, scaling, serve, serve_scale, weight
 from bench.common import REPO, BenchError, fingerprint, load_average, log, machine_info
 
-FAMILIES = ("build", "serve", "scaling", "weight", "lighthouse", "serve-scale", "marginal")
+FAMILIES = ("build", "serve", "scaling", "weight", "lighthouse", "serve-scale", "marginal", "playground")
 # Without --only: all but serve-scale (three preview servers at N = 100 and 1,000: about 30 minutes more) and
 # marginal (two cold builds, and with --marginal-suite two runs of the test suite: about an hour).
-DEFAULT_FAMILIES = ("build", "serve", "scaling", "weight", "lighthouse")
+DEFAULT_FAMILIES = ("build", "serve", "scaling", "weight", "lighthouse", "playground")
 FULL_SIZES = [10, 100, 300, 1000]
 QUICK_SIZES = [10, 100]
 
@@ -164,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
             results["settings"]["lighthouse_repeats"] = args.lighthouse_repeats
             _guard("lighthouse", lambda: lighthouse.run(tmp, build.ensure_seed(bctx)[1], args.lighthouse_repeats),
                    results)
+        if "playground" in families:
+            _guard("playground", lambda: playground.run(build.ensure_seed(bctx)[0]), results)
         if "weight" in families:
             sc = results.get("scaling") or {}
             scaled = Path(sc["largest_site"]) if sc.get("largest_site") else None
@@ -195,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     if (results.get("serve-scale") or {}).get("table"):
         text += "\n\nPreview servers at scale (save -> page served; ratios against plain Material)\n"
         text += results["serve-scale"]["table"]
+    if (results.get("playground") or {}).get("browser_median"):
+        text += "\n\nThe model in the browser (issue 25), side by side with PyTorch on one thread\n"
+        text += playground.table(results["playground"])
     if (results.get("lighthouse") or {}).get("table"):
         text += "\n\nLighthouse, mobile (slow 4G, 4x CPU slowdown), gzip server; ours vs plain Material\n"
         text += results["lighthouse"]["table"]

@@ -27,6 +27,7 @@ from llmsite.mkdocs.exercises import Exercises
 from llmsite.mkdocs.figures import Figures
 from llmsite.mkdocs.labs import Labs
 from llmsite.mkdocs.listings import Listings
+from llmsite.mkdocs.playground import Playground
 from llmsite.mkdocs.vendor import check_katex
 
 log = logging.getLogger("mkdocs.plugins.llmsite")
@@ -50,6 +51,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.figures = Figures(serving=False)
         self.exercises = Exercises(self.figures, serving=False)
         self.labs = Labs(serving=False)
+        self.playground = Playground(serving=False)  # trained models that run in the browser
         self.banner = Banner()
         self.csp: csp.Policy | None = None  # this build's Content-Security-Policy (not under serve)
         # Under ``python -m llmsite serve`` the server adds the banner to the HTML it sends (the written pages
@@ -76,6 +78,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.figures = Figures(serving=self.serving, enabled=self.config.figures)
         self.exercises = Exercises(self.figures, serving=self.serving)  # answers come from the figure step
         self.labs = Labs(serving=self.serving)
+        self.playground = Playground(serving=self.serving)
         # not under serve: its live-reload script is injected after the build and would be blocked
         on = self.config.content_security_policy and not self.serving
         self.csp = csp.Policy(config, CSP_HASHES) if on else None
@@ -93,6 +96,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.listings.add_pages(files, config)
         self.figures.add_files(files, config)
         self.labs.add_files(files, config)
+        self.playground.add_files(files, config)  # after the figures: the models they trained are cached
         self.banner = Banner()  # this build's problems only (the incremental preview runs on_files on every save)
         self.banner.add(self.site.problems + self.figures.problems() + self.labs.problems())
         for problem in self.site.problems:  # figures and labs log their own failures
@@ -113,6 +117,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         if self.listings is not None:
             markdown = self.listings.expand(markdown, page.file.src_uri, defer=True)
         markdown = self.exercises.expand(markdown, page.file.src_uri, page.file.content_string)
+        markdown = self.playground.expand(markdown, page)
         return self.figures.expand(markdown, page)
 
     def on_page_content(self, html: str, *, page: Any, config: Any, files: Any) -> str:
@@ -178,6 +183,8 @@ class SitePlugin(BasePlugin[SiteConfig]):
             parts.append(body_with_snippets(source, 1, file.src_uri, paths.ROOT)[0])
         if "figure:" in source and file.page is not None:
             parts.append(self.figures.expand(source, file.page))
+        if "playground" in source and file.page is not None:  # the model's size and address in its placeholder
+            parts.append(self.playground.expand(source, file.page))
         if "```exercise" in source:  # the exercises with their computed answers
             parts.append(self.exercises.expand(source, file.src_uri, source, quiet=True))
         parts.append(self.labs.page_inputs(file.src_uri))

@@ -238,6 +238,9 @@
     document.querySelectorAll("figure.llm-figure[data-llm-view]").forEach(mount);
   }
 
+  // 给 playground.js（浏览器里运行的模型）画注意力用：heatmap(data, 容器, id) 返回 show(view)，数据格式同上
+  window.llmFigures = { heatmap: heatmap };
+
   if (window.document$ && typeof window.document$.subscribe === "function") {
     window.document$.subscribe(mountAll);  // Material 的即时导航：每换一页重新挂载
   } else if (document.readyState === "loading") {

@@ -1,0 +1,198 @@
+"""Export a trained artifact for the browser: float16 weights and a JSON header, cached like figures.
+
+Cache entry ``.cache/playground/<name>/<key>/`` holds ``header.json``, ``weights.bin`` and ``inputs.json``.
+Key = hash of: this pipeline's version, the format written here (this file's bytes), the artifact's name and
+its own key (``llmsite.artifacts.key_for``: the code that trains and saves it, the library versions). The same
+trained file gives the same bytes: tensors in ``state_dict`` order, each rounded to IEEE float16 (round to
+nearest even) and written little-endian; the header is sorted, compact JSON.
+
+The header (``FORMAT``)::
+
+    {"format": FORMAT, "name": ..., "params": n, "config": {...}, "dtype": "float16", "layer_norm_eps": 1e-05,
+     "activation": "gelu", "tensors": [{"name", "shape", "offset"}],      # offset and size in elements
+     "vocab": {"bytes": 256, "chars": [...]},                              # ids 0..255 bytes, then the chars
+     "weights": {"file": "<name>.<digest12>.bin", "bytes": n, "sha256": hex}}
+
+Planning (``plan``) only hashes; ``export`` imports torch and runs in ``python -m llmsite.playground``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from llmsite import artifacts
+from llmsite import cache as build_cache
+from llmsite.paths import CACHE
+
+PIPELINE_VERSION = "1"
+FORMAT = "llm-playground/1"
+CACHE_DIR = CACHE / "playground"
+HEADER = "header.json"
+WEIGHTS = "weights.bin"
+TARGET = "playground"  # the folder of the site that serves them
+N_BYTES = 256  # byte tokens 0..255, as in code/tokenizer.py
+MAX_WEIGHT_BYTES = 2_000_000  # what a reader downloads on the first press; a larger model needs another format
+
+
+class ExportError(RuntimeError):
+    pass
+
+
+@dataclass
+class Planned:
+    artifact: artifacts.Artifact
+    key: build_cache.Key
+    cached: bool
+
+    @property
+    def name(self) -> str:
+        return self.artifact.name
+
+    def entry(self, cache_dir: Path | None = None) -> Path:
+        return (cache_dir or CACHE_DIR) / self.name / self.key.digest
+
+    def header_path(self, cache_dir: Path | None = None) -> Path:
+        return self.entry(cache_dir) / HEADER
+
+    def weights_path(self, cache_dir: Path | None = None) -> Path:
+        return self.entry(cache_dir) / WEIGHTS
+
+
+def key_for(artifact: artifacts.Artifact) -> build_cache.Key:
+    inputs = {
+        "pipeline": PIPELINE_VERSION,
+        "format": FORMAT,
+        "exporter": build_cache.file_digest(Path(__file__)),
+        "artifact": artifact.name,
+        f"artifact:{artifact.name}": artifacts.key_for(artifact).digest,
+    }
+    return build_cache.key(inputs)
+
+
+def plan(names: list[str], force: bool = False, cache_dir: Path | None = None) -> list[Planned]:
+    declared = artifacts.discover()
+    out = []
+    for name in names:
+        artifact = declared[name]
+        key = key_for(artifact)
+        item = Planned(artifact, key, False)
+        item.cached = not force and item.header_path(cache_dir).is_file() and item.weights_path(cache_dir).is_file()
+        out.append(item)
+    return out
+
+
+def header_uri(name: str) -> str:
+    return f"{TARGET}/{name}.json"
+
+
+def weights_uri(name: str, header: dict[str, Any]) -> str:
+    return f"{TARGET}/{header['weights']['file']}"
+
+
+def expected_tensors(config: dict[str, Any]) -> list[str]:
+    """The parameter names the browser's forward pass reads (TinyTransformer with learned positions)."""
+    names = ["embed.weight", "pos.embedding.weight"]
+    for i in range(int(config["n_layers"])):
+        p = f"blocks.{i}."
+        names += [p + "ln.weight", p + "ln.bias", p + "attn.qkv.weight", p + "attn.qkv.bias",
+                  p + "attn.out.weight", p + "attn.out.bias"]
+        if config.get("mlp"):
+            names += [p + "mlp.0.weight", p + "mlp.0.bias", p + "mlp.1.up.weight", p + "mlp.1.up.bias",
+                      p + "mlp.1.down.weight", p + "mlp.1.down.bias"]
+    return [*names, "ln_f.weight", "ln_f.bias", "unembed.weight", "unembed.bias"]
+
+
+def encode(name: str, saved: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """(header, weights) for the contents of a ``save_poem_gpt``-style file: config, state_dict, chars."""
+    import torch
+
+    missing = [k for k in ("config", "state_dict", "chars") if k not in saved]
+    if missing:
+        raise ExportError(f"产物 {name} 不能放进浏览器：保存的文件里缺少 {'、'.join(missing)}"
+                          "（要有 config、state_dict 和 chars，见 code/gpt_from_scratch.py 的 save_poem_gpt）")
+    config = dict(saved["config"])
+    if config.get("positions") != "learned":
+        raise ExportError(f"产物 {name} 用的是 positions={config.get('positions')!r}：浏览器里只实现了可学习的位置嵌入")
+    state = saved["state_dict"]
+    expected = expected_tensors(config)
+    if sorted(state) != sorted(expected):
+        extra, absent = sorted(set(state) - set(expected)), sorted(set(expected) - set(state))
+        raise ExportError(f"产物 {name} 的参数和浏览器里的前向计算对不上：多了 {extra}，缺了 {absent}")
+    chars = [str(c) for c in saved["chars"]]
+    if N_BYTES + len(chars) != int(config["vocab_size"]):
+        raise ExportError(f"产物 {name} 的词表有 {N_BYTES} + {len(chars)} 项，"
+                          f"与 vocab_size = {config['vocab_size']} 不符")
+    tensors, blobs, offset = [], [], 0
+    for tensor_name in expected:  # a fixed order, the one the browser reads
+        t = state[tensor_name].detach().to(torch.float32)
+        half = t.to(torch.float16)
+        if not torch.isfinite(half).all():
+            raise ExportError(f"产物 {name} 的 {tensor_name} 超出了 float16 能表示的范围")
+        blobs.append(half.numpy().astype("<f2").tobytes())
+        tensors.append({"name": tensor_name, "shape": list(t.shape), "offset": offset})
+        offset += t.numel()
+    weights = b"".join(blobs)
+    if len(weights) > MAX_WEIGHT_BYTES:
+        raise ExportError(f"产物 {name} 的权重有 {len(weights):,} 字节，超过 {MAX_WEIGHT_BYTES:,} 字节的上限")
+    digest = hashlib.sha256(weights).hexdigest()
+    header = {
+        "format": FORMAT,
+        "name": name,
+        "params": offset,
+        "config": config,
+        "dtype": "float16",
+        "layer_norm_eps": 1e-5,  # nn.LayerNorm's default, as code/tiny_transformer.py uses it
+        "activation": "gelu",  # exact GELU, x * Phi(x) (code/feed_forward.py)
+        "tensors": tensors,
+        "vocab": {"bytes": N_BYTES, "chars": chars},
+        "weights": {"file": f"{name}.{digest[:12]}.bin", "bytes": len(weights), "sha256": digest},
+    }
+    return header, weights
+
+
+def header_bytes(header: dict[str, Any]) -> bytes:
+    return (json.dumps(header, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+            + "\n").encode("utf-8")
+
+
+def export(item: Planned, artifact_file: Path, cache_dir: Path | None = None) -> Path:
+    """Read the trained file, write header and weights into a staging folder, commit it (atomic)."""
+    import torch
+
+    root = cache_dir or CACHE_DIR
+    staging = build_cache.staging_dir(root, item.name)
+    try:
+        saved = torch.load(artifact_file, weights_only=True)
+        header, weights = encode(item.name, saved)
+        (staging / WEIGHTS).write_bytes(weights)
+        (staging / HEADER).write_bytes(header_bytes(header))
+        (staging / "inputs.json").write_text(json.dumps(item.key.inputs, indent=1, sort_keys=True), encoding="utf-8")
+        return build_cache.commit_dir(staging, item.entry(cache_dir))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def run(items: list[Planned], out: TextIO | None = None, cache_dir: Path | None = None) -> int:
+    """Export every stale item (training its artifact first if needed); a line each. Returns how many."""
+    out = out or sys.stdout
+    stale = [item for item in items if not item.cached]
+    if not stale:
+        return 0
+    build_cache.clean_stale_staging(cache_dir or CACHE_DIR)
+    try:
+        files = artifacts.ensure([item.artifact for item in stale], out)
+    except artifacts.ArtifactError as exc:
+        raise ExportError(f"模型演示用到的构建产物计算失败：\n{exc}") from exc
+    for item in stale:
+        t0 = time.perf_counter()
+        export(item, files[item.name], cache_dir)
+        print(f"  [演示] {item.name:<24} {time.perf_counter() - t0:6.2f} s  (导出 float16 权重)", file=out, flush=True)
+    return len(stale)

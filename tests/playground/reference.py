@@ -1,0 +1,48 @@
+"""The exported model read back in PyTorch, independently of the browser's script.
+
+The header says where each tensor starts; the bytes are read as little-endian float16 by numpy and loaded into
+``code/``'s own TinyTransformer, so a test compares the browser with the teaching code on the same weights.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT / "code") not in sys.path:
+    sys.path.insert(0, str(ROOT / "code"))
+
+from tiny_transformer import TinyConfig, TinyTransformer  # noqa: E402
+from tokenizer import CharTokenizer  # noqa: E402
+
+NAME = "tang-gpt"
+
+
+def read_header(site: Path, name: str = NAME) -> dict:
+    return json.loads((site / "playground" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def dequantized(header: dict, weights: bytes) -> TinyTransformer:
+    """TinyTransformer with the float16 weights turned back into float32 (eval mode)."""
+    values = np.frombuffer(weights, dtype="<f2").astype(np.float32)
+    assert values.size == header["params"], (values.size, header["params"])
+    model = TinyTransformer(TinyConfig(**header["config"]))
+    state = {}
+    for spec in header["tensors"]:
+        size = int(np.prod(spec["shape"]))
+        flat = values[spec["offset"] : spec["offset"] + size].copy()
+        state[spec["name"]] = torch.from_numpy(flat).view(spec["shape"])
+    model.load_state_dict(state)  # strict: every parameter of the module, nothing else
+    model.eval()
+    return model
+
+
+def load(site: Path, name: str = NAME) -> tuple[dict, TinyTransformer, CharTokenizer]:
+    header = read_header(site, name)
+    weights = (site / "playground" / header["weights"]["file"]).read_bytes()
+    return header, dequantized(header, weights), CharTokenizer(header["vocab"]["chars"])
