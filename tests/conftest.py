@@ -105,22 +105,30 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return cores + 1
 
 
-# Scheduling. xdist hands whole files (`--dist loadfile`) to whichever worker is nearly idle, in collection order
-# (`--no-loadscope-reorder`; by default it would sort files by their number of tests). The order below keeps both
-# cores busy from the first second: the files that start the run's two shared builds go first (each build then runs
-# in its own worker while it waits), then every file that needs nothing shared (they fill the cores while the builds
-# run), then the files that read a build. Within a group the longest files (bench/README.md's table) start first,
-# so that no long file is left running alone at the end. The order changes only when tests run, never what they do.
+# Scheduling. xdist hands work units to whichever worker is nearly idle, in collection order
+# (`--dist loadgroup --no-loadscope-reorder`; by default it would sort units by their number of tests). A unit is
+# a whole test file (so a module's fixtures are built once), except in the files of SPLIT: their tests are long,
+# independent and share only cheap module fixtures, so each is a unit of its own and the long file no longer runs
+# alone at the end of the run. The order below keeps both cores busy from the first second: the files that start
+# the run's two shared builds go first (each build then runs in its own worker while it waits), then every file
+# that needs nothing shared (they fill the cores while the builds run), then the files that read a build. Within a
+# group the longest files (bench/README.md's table) start first. The order changes only when tests run, never what
+# they do.
 STARTERS = ("tests/site/test_built_html.py", "tests/site/test_properdocs.py")
 LONGEST = (
-    "tests/browser/test_accessibility.py", "tests/labs/test_real_labs.py", "tests/site/test_incremental.py",
-    "tests/figures/test_pipeline.py", "tests/labs/test_pipeline.py", "tests/security/test_plain_text_fields.py",
-    "tests/code/test_tiny_transformer.py", "tests/code/test_shape_contracts.py", "tests/scaffold/test_new_article.py",
-    "tests/figures/test_errors.py", "tests/labs/test_lab_pages.py", "tests/browser/test_site.py",
+    "tests/browser/test_accessibility.py", "tests/site/test_incremental.py", "tests/labs/test_real_labs.py",
+    "tests/figures/test_pipeline.py", "tests/labs/test_pipeline.py", "tests/browser/test_progress.py",
+    "tests/scaffold/test_new_article.py", "tests/exercises/test_pipeline.py",
+    "tests/browser/test_interactive_figures.py", "tests/browser/test_exercises.py",
+    "tests/security/test_plain_text_fields.py", "tests/code/test_tiny_transformer.py",
+    "tests/code/test_shape_contracts.py", "tests/figures/test_errors.py", "tests/labs/test_lab_pages.py",
+    "tests/browser/test_site.py",
 )
+SPLIT = frozenset({"tests/browser/test_accessibility.py", "tests/site/test_incremental.py"})
 SHARED_FIXTURES = frozenset({"built_site", "clean_build", "repo_cache", "trained_artifacts", "executed_labs"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist adds the group names to the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     def file_of(item: pytest.Item) -> str:
         return item.nodeid.split("::", 1)[0]
@@ -134,6 +142,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return (2 if name in shared else 1), (LONGEST.index(name) if name in LONGEST else len(LONGEST))
 
     items.sort(key=rank)  # stable: tests keep their order within a file, files within a rank
+    for item in items:
+        if file_of(item) not in SPLIT and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(file_of(item)))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -349,6 +360,19 @@ class PageLog:
         return out
 
 
+# Browser timeouts guard against a hang; they never measure speed (bench/ does). With three workers, Chromium and
+# a build or a training sharing two cores, the attention article (7,000+ elements) once took over 10 s to fire
+# `load` in CI (test_exercises, r7): so a page gets 30 s for an action and 60 s for a navigation.
+ACTION_TIMEOUT_MS = 30_000
+NAVIGATION_TIMEOUT_MS = 60_000
+
+
+def guard_timeouts(target) -> None:
+    """Apply the suite's hang guards to a Playwright page or browser context."""
+    target.set_default_timeout(ACTION_TIMEOUT_MS)
+    target.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
+
+
 @pytest.fixture
 def page(browser, site_server: str, built_site: BuiltSite):
     """A fresh page (1280x900, zh-CN, light). Teardown fails on third-party requests or console errors."""
@@ -382,7 +406,7 @@ def page(browser, site_server: str, built_site: BuiltSite):
     context.route("**/*", route)
     pg = context.new_page()
     watch(pg)
-    pg.set_default_timeout(10_000)
+    guard_timeouts(pg)
     pg.log = log  # tests may look at what was requested
     yield pg
     context.close()

@@ -34,6 +34,7 @@ from mkdocs.structure.toc import get_toc
 from mkdocs.utils import get_relative_url
 
 from llmsite import labs, report, worker
+from llmsite.labs import images as lab_images
 from llmsite.labs import page as lab_page
 from llmsite.problems import Problem
 
@@ -59,6 +60,7 @@ class LabPage:
     toc: list[dict[str, Any]]
     download: File | None = None
     bundled: tuple[str, ...] = ()
+    images: dict[str, File] | None = None  # the plots, as files beside the page (labs/images.py)
 
 
 def _execute(names: list[str]) -> None:
@@ -126,12 +128,21 @@ class Labs:
             if not item.cached:
                 raise PluginError(f"动手实验 {lab.name} 的缓存条目不完整：{entry}")
             body, toc = lab_page.read(entry)
+            try:
+                extracted = lab_images.extract(body, f"动手实验 {lab.name}")
+            except lab_images.ImageError as exc:
+                raise PluginError(str(exc)) from exc
+            body = extracted.body
+            images = {}
+            for name, data in extracted.files.items():
+                images[name] = File.generated(config, f"{labs.LABS_DIR}/{lab.name}/{name}", content=data)
+                files.append(images[name])
             bundled_paths = labs.bundled_files(lab)
             download = File.generated(config, f"{labs.LABS_DIR}/{lab.name}/{lab.name}.ipynb",
                                       content=_download(item.notebook(), lab, list(bundled_paths.values())))
             files.append(download)
             bundled = tuple(bundled_paths)
-            self.pages[lab.uri] = LabPage(lab, body, toc, download, bundled)
+            self.pages[lab.uri] = LabPage(lab, body, toc, download, bundled, images)
 
     def problems(self) -> list[Problem]:
         """The labs that failed in this build, for the preview's banner."""
@@ -147,6 +158,9 @@ class Labs:
             return html_content
         page.toc = get_toc(found.toc)
         body = _links(found.body, page, files, found.lab)
+        if found.images:
+            body = lab_images.link(body, found.images,
+                                   lambda name: html.escape(found.images[name].url_relative_to(page.file)))
         if found.download is None:  # the error page of a failing lab (preview only)
             return f'<div class="llm-lab">{body}</div>'
         href = html.escape(found.download.url_relative_to(page.file))

@@ -165,13 +165,17 @@ def test_report_renders_partial_results() -> None:
                 "search_index_fetched_on_first_load": True,
                 "without_search_index": 300_000,
                 "met": False,
+                "real_articles": 6,
+                "real_attention_wire_bytes": 2_000_000,
+                "ratio_to_real": 1.25,
+                "ratio_goal": 1.1,
             }
         },
     }
     goals = report.goals(results)
-    assert [g["status"] for g in goals] == ["MET", "MISSED", "MISSED"]
+    assert [g["status"] for g in goals] == ["MET", "MISSED", "MISSED", "MISSED"]
     text = report.render({**results, "goals": goals})
-    assert "1. Build" in text and "Goals" in text
+    assert "1. Build" in text and "Goals" in text and "ratio 1.250 (goal <= 1.1)" in text
 
 
 def test_search_index_hook_rewrites_compactly(tmp_path: Path) -> None:

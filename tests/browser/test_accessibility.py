@@ -14,6 +14,7 @@ The palette is chosen the way a reader's system chooses it: the browser reports
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections import Counter
@@ -100,25 +101,40 @@ def describe(violation: dict, limit: int = 4) -> str:
 
 @pytest.fixture(scope="module")
 def findings(built_site, record_artifact):
-    """Non-blocking findings of every run: counted in the terminal summary, listed in axe-report.txt."""
+    """Non-blocking findings of every run: counted in the terminal summary, listed in axe-report.txt.
+
+    The shards of one view may run in different workers: each worker writes its own report."""
     rows: list[tuple[str, str, dict]] = []
     yield rows
+    if not rows:
+        return
     counts = Counter((v["id"], v["impact"]) for *_, v in rows for _ in v["nodes"])
     lines = [f"{rule} ({impact}): {n} nodes" for (rule, impact), n in sorted(counts.items())]
     details = [f"{view} {path or '/'}\n  {describe(v)}" for view, path, v in rows]
-    report = built_site.tmp / "axe-report.txt"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    report = built_site.tmp / f"axe-report-{worker}.txt"
     report.write_text("\n".join([*lines, "", *details]) + "\n", encoding="utf-8")
-    record_artifact(f"axe-core moderate/minor findings, not failures ({'; '.join(lines) or 'none'})", report)
+    views = sorted({view for view, *_ in rows})
+    record_artifact(f"axe-core moderate/minor findings in {', '.join(views)}, not failures "
+                    f"({'; '.join(lines)})", report)
 
 
+# Every page view is checked once. The pages of a view are dealt round-robin into SHARDS tests, so the 80-odd page
+# views (about 340 s in one process) spread over the workers (tests/conftest.py schedules this file test by test).
+SHARDS = 3
+
+
+@pytest.mark.parametrize("shard", range(SHARDS), ids=[f"pages{i + 1}of{SHARDS}" for i in range(SHARDS)])
 @pytest.mark.parametrize("scheme", list(SCHEMES), ids=list(SCHEMES))
 @pytest.mark.parametrize("viewport", list(VIEWPORTS), ids=list(VIEWPORTS))
-def test_no_serious_accessibility_violations(page, site_server, built_site, findings, viewport, scheme):
-    pages = discover_pages(built_site.dir)
-    assert "" in pages and any(p.startswith("articles/") for p in pages), f"pages found: {pages}"
+def test_no_serious_accessibility_violations(page, site_server, built_site, findings, viewport, scheme, shard):
+    every = discover_pages(built_site.dir)
+    assert "" in every and any(p.startswith("articles/") for p in every), f"pages found: {every}"
+    pages = every[shard::SHARDS]
+    assert len(every) >= SHARDS and pages, f"{len(every)} pages for {SHARDS} shards"
     page.set_viewport_size(VIEWPORTS[viewport])
     page.emulate_media(color_scheme="dark" if scheme == "dark" else "light")
-    view = f"{viewport}/{scheme}"
+    view = f"{viewport}/{scheme} ({shard + 1}/{SHARDS})"
     blocking: list[str] = []
     start = time.perf_counter()
     for path in pages:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ..conftest import PageLog
+from ..conftest import PageLog, guard_timeouts
 from .test_site import ATTENTION, _switch_palette
 
 pytestmark = pytest.mark.browser
@@ -108,7 +108,7 @@ def open_page(browser, site_server, built_site) -> Iterator[Callable[..., object
         pg = context.new_page()
         pg.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
         pg.on("pageerror", lambda err: log.page_errors.append(str(err)))
-        pg.set_default_timeout(15_000)
+        guard_timeouts(pg)
         pg.log = log
         contexts.append(context)
         logs.append(log)

@@ -38,6 +38,19 @@ REPORT = """() => {
 }"""
 
 
+# The plots load lazily (llmsite/labs/images.py): bring each into view, as a reader scrolling down does, and wait.
+SHOW_IMAGES = """async () => {
+  for (const img of document.querySelectorAll('.llm-lab .jp-RenderedImage img')) {
+    img.scrollIntoView();
+    await new Promise(resolve => {
+      if (img.complete) resolve(); else { img.addEventListener('load', resolve, {once: true});
+                                          img.addEventListener('error', resolve, {once: true}); }
+    });
+  }
+  window.scrollTo(0, 0);
+}"""
+
+
 def _switch_to_slate(page) -> None:
     page.locator("form[data-md-component=palette] label:visible").click()
     page.wait_for_function("() => document.body.getAttribute('data-md-color-scheme') === 'slate'")
@@ -47,6 +60,7 @@ def _switch_to_slate(page) -> None:
 def test_lab_page_renders_in_both_palettes(page, site_server, name: str) -> None:
     page.goto(site_server + f"labs/{name}/")
     page.wait_for_selector(".llm-lab .katex", state="attached")
+    page.evaluate(SHOW_IMAGES)
     light = page.evaluate(REPORT)
     assert light["katex"] > 0 and light["nested"] == 0, light
     assert not light["raw"], f"unrendered math: {light['raw']}"

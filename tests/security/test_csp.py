@@ -10,7 +10,7 @@ import pytest
 
 from llmsite import atomic
 from llmsite.mkdocs import csp
-from tests.conftest import BuiltSite
+from tests.conftest import BuiltSite, guard_timeouts
 
 CSP = re.compile(r'<meta http-equiv="Content-Security-Policy" content="(?P<policy>[^"]+)">')
 RECORD = """
@@ -50,7 +50,7 @@ def test_no_page_violates_the_policy(built_site: BuiltSite, site_server: str, br
     context.add_init_script(RECORD)
     try:
         pg = context.new_page()
-        pg.set_default_timeout(15_000)
+        guard_timeouts(pg)
         checked = 0
         for rel in _pages(built_site):
             pg.goto(site_server + rel.removesuffix("index.html"))

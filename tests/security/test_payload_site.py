@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, guard_timeouts
 from tests.security.payloads import ACCEPTED
 
 ARTICLE_SLUG = "transformer-attention"
@@ -246,7 +246,7 @@ _POKE = """() => {
 def test_no_payload_runs_in_the_browser(payload_site: PayloadSite, browser) -> None:
     with _served(payload_site, browser) as (base, context):
         pg = context.new_page()
-        pg.set_default_timeout(10_000)
+        guard_timeouts(pg)
         pages = [p.relative_to(payload_site.site).as_posix() for p in _outputs(payload_site.site, "index.html")]
         for rel in pages:
             url = base + rel.removesuffix("index.html")
@@ -291,7 +291,7 @@ def test_feedback_links_carry_hostile_text_exactly(payload_site: PayloadSite, br
         pg = context.new_page()
         pg.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
         pg.on("pageerror", lambda err: errors.append(str(err)))
-        pg.set_default_timeout(10_000)
+        guard_timeouts(pg)
         pg.goto(base + f"articles/{ARTICLE_SLUG}/")
         pg.wait_for_selector("article .llm-ask a", state="attached")
         hid = pg.evaluate("(t) => [...document.querySelectorAll('article h2')]"

@@ -86,6 +86,21 @@ def test_fonts_are_embedded_and_the_file_is_small(printed) -> None:
     assert re.search(r"[\u4e00-\u9fff]{8}", text), text[:200]
 
 
+def test_a_second_clean_build_prints_the_same_text(printed, clean_build, browser, tmp_path: Path) -> None:
+    """The book's text depends on the commit only: the run's second build (ProperDocs, from empty caches, every
+    figure redrawn) prints to the same pages with the same text. (The PDF's bytes differ: Chromium stamps the
+    creation time.)"""
+    path, pages = printed
+    again = tmp_path / "again.pdf"
+    pages_again = pdf.build(clean_build.dir, again, SITE_URL, browser)
+    assert pages_again == pages
+    first = [page.extract_text() for page in PdfReader(str(path)).pages]
+    second = [page.extract_text() for page in PdfReader(str(again)).pages]
+    assert len(second) == len(first)
+    differ = [n + 1 for n, (a, b) in enumerate(zip(first, second, strict=True)) if a != b]
+    assert not differ, f"pages whose text differs: {differ[:10]}"
+
+
 def test_the_route_page_links_the_pdf_only_when_one_is_published() -> None:
     assert render.route_pdf("route.md", False) == ""
     link = render.route_pdf("route.md", True)
