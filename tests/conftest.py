@@ -118,7 +118,7 @@ STARTERS = ("tests/site/test_built_html.py", "tests/site/test_properdocs.py")
 LONGEST = (
     "tests/browser/test_accessibility.py", "tests/site/test_incremental.py", "tests/labs/test_real_labs.py",
     "tests/figures/test_pipeline.py", "tests/labs/test_pipeline.py", "tests/browser/test_progress.py",
-    "tests/scaffold/test_new_article.py", "tests/exercises/test_pipeline.py",
+    "tests/scaffold/test_new_article.py", "tests/exercises/test_pipeline.py", "tests/browser/test_playground.py",
     "tests/browser/test_interactive_figures.py", "tests/browser/test_exercises.py",
     "tests/security/test_plain_text_fields.py", "tests/code/test_tiny_transformer.py",
     "tests/code/test_shape_contracts.py", "tests/figures/test_errors.py", "tests/labs/test_lab_pages.py",

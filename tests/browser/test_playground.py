@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 import torch
 
-from ..conftest import PageLog
+from ..conftest import PageLog, guard_timeouts
 from ..playground import reference
 from .test_accessibility import BLOCKING, SCHEMES, axe_run, describe
 
@@ -53,7 +53,7 @@ GREEDY_PROMPTS = ["\n", "床前", "白日", "春眠不覺曉，", "月", "江上
 
 def open_article(page, site_server: str, path: str = GPT, press: bool = True) -> None:
     # a hang guard, not a speed limit: the articles are long, and two cores may be shared with builds
-    page.set_default_timeout(30_000)
+    guard_timeouts(page)
     page.goto(site_server + path)
     page.wait_for_selector(f"{BOX} .llm-pg__load")
     if press:
@@ -97,7 +97,7 @@ def engine(browser, site_server, built_site, ref):
     log = PageLog(allowed_netloc=f"127.0.0.1:{built_site.port}")
     context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN")
     page = context.new_page()
-    page.set_default_timeout(30_000)
+    guard_timeouts(page)
     page.on("request", lambda r: log.requests.append(r.url))
     page.on("console", lambda m: log.console_errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: log.page_errors.append(str(e)))
@@ -360,7 +360,7 @@ def test_phone_with_touch(browser, site_server, built_site):
                                   locale="zh-CN")
     try:
         page = context.new_page()
-        page.set_default_timeout(30_000)
+        guard_timeouts(page)
         page.on("request", lambda r: log.requests.append(r.url))
         page.on("console", lambda m: log.console_errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: log.page_errors.append(str(e)))
