@@ -55,7 +55,6 @@ _FIRST_TOKEN = """async ([url, prompt]) => {
 
 def torch_model(site: Path) -> tuple[Any, Any, dict[str, Any]]:
     """TinyTransformer with the site's float16 weights (as float32) and the tokenizer, from code/."""
-    import numpy as np
     import torch
 
     code = str(REPO / "code")
@@ -64,15 +63,12 @@ def torch_model(site: Path) -> tuple[Any, Any, dict[str, Any]]:
     from tiny_transformer import TinyConfig, TinyTransformer
     from tokenizer import CharTokenizer
 
+    from llmsite.playground import export
+
     header = json.loads((site / "playground" / f"{NAME}.json").read_text(encoding="utf-8"))
-    values = np.frombuffer((site / "playground" / header["weights"]["file"]).read_bytes(), "<f2").astype(np.float32)
+    weights = (site / "playground" / header["weights"]["file"]).read_bytes()
     model = TinyTransformer(TinyConfig(**header["config"]))
-    state = {}
-    for spec in header["tensors"]:
-        size = int(np.prod(spec["shape"]))
-        flat = values[spec["offset"] : spec["offset"] + size].copy()
-        state[spec["name"]] = torch.from_numpy(flat).view(spec["shape"])
-    model.load_state_dict(state)
+    model.load_state_dict({name: torch.from_numpy(v) for name, v in export.read_tensors(header, weights).items()})
     model.eval()
     return model, CharTokenizer(header["vocab"]["chars"]), header
 

@@ -157,6 +157,22 @@ def encode(name: str, saved: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     return header, weights
 
 
+def read_tensors(header: dict[str, Any], weights: bytes) -> dict[str, Any]:
+    """The weights file read back by its header: ``{name: float32 numpy array}`` (what PyTorch loads).
+
+    Independent of the browser's reader (``playground.js``): tests and the benchmark compare the two."""
+    import numpy as np
+
+    values = np.frombuffer(weights, dtype="<f2").astype(np.float32)
+    if values.size != int(header["params"]):
+        raise ExportError(f"权重文件有 {values.size} 个数，说明文件写的是 {header['params']} 个")
+    out = {}
+    for spec in header["tensors"]:
+        size = int(np.prod(spec["shape"]))
+        out[spec["name"]] = values[spec["offset"]: spec["offset"] + size].reshape(spec["shape"]).copy()
+    return out
+
+
 def header_bytes(header: dict[str, Any]) -> bytes:
     return (json.dumps(header, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
             + "\n").encode("utf-8")

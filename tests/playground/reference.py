@@ -10,8 +10,9 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
+
+from llmsite.playground import export
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / "code") not in sys.path:
@@ -29,14 +30,8 @@ def read_header(site: Path, name: str = NAME) -> dict:
 
 def dequantized(header: dict, weights: bytes) -> TinyTransformer:
     """TinyTransformer with the float16 weights turned back into float32 (eval mode)."""
-    values = np.frombuffer(weights, dtype="<f2").astype(np.float32)
-    assert values.size == header["params"], (values.size, header["params"])
     model = TinyTransformer(TinyConfig(**header["config"]))
-    state = {}
-    for spec in header["tensors"]:
-        size = int(np.prod(spec["shape"]))
-        flat = values[spec["offset"] : spec["offset"] + size].copy()
-        state[spec["name"]] = torch.from_numpy(flat).view(spec["shape"])
+    state = {name: torch.from_numpy(values) for name, values in export.read_tensors(header, weights).items()}
     model.load_state_dict(state)  # strict: every parameter of the module, nothing else
     model.eval()
     return model
