@@ -6,7 +6,8 @@ After a build (not under a preview server) two files are written at the site's r
   opens (home, lists, route, tags, about, each article, each lab) and every file those pages load: stylesheets,
   scripts, images, figures and their interactive data, KaTeX's fonts (``woff2`` only: every browser that has a
   service worker reads it), the search index, Material's search worker and the lunr files it imports for Chinese,
-  and the sitemap that instant navigation reads.
+  and the sitemap that instant navigation reads; for a page with a playable model (``data-llm-header``), the
+  model's header, the weights file it names and ``playground.js``, so the model runs offline too.
   URLs are relative to the root, so the list holds under the Pages sub-path too.
 - ``sw.js``: ``llmsite/templates/sw.js`` with that version written in. A new deploy changes the version, so the
   browser installs the new worker next to the old one and the page offers 「有更新」
@@ -28,7 +29,8 @@ from llmsite import atomic
 MANIFEST = "offline.json"
 WORKER = "sw.js"
 TEMPLATE = Path(__file__).with_name("templates") / "sw.js"
-_REF = re.compile(r"""\b(?:src|href|data-llm-data)\s*=\s*["']([^"'#]+)""")
+_REF = re.compile(r"""\b(?:src|href|data-llm-data|data-llm-header)\s*=\s*["']([^"'#]+)""")
+_PLAYGROUND_SCRIPT = "assets/javascripts/playground.js"  # loaded by playground-start.js on the reader's press
 _CSS_URL = re.compile(r"""url\(\s*["']?([^"')]+?)["']?\s*\)""")
 _CONFIG = re.compile(r'<script id="__config" type="application/json">(.*?)</script>', re.S)
 ASSET_SUFFIXES = {".css", ".js", ".svg", ".png", ".jpg", ".jpeg", ".webp", ".ico", ".json", ".woff2"}
@@ -92,6 +94,13 @@ def files_to_keep(site: Path) -> list[str]:
             found = _resolve(css, ref)
             if found and PurePosixPath(found).suffix in ASSET_SUFFIXES - {".css"} and (site / found).is_file():
                 assets.add(found)
+    for header in sorted(a for a in assets if a.startswith("playground/") and a.endswith(".json")):
+        weights = json.loads((site / header).read_text(encoding="utf-8")).get("weights", {}).get("file")
+        found = _resolve(header, weights) if isinstance(weights, str) else None
+        if found and (site / found).is_file():
+            assets.add(found)
+        if (site / _PLAYGROUND_SCRIPT).is_file():
+            assets.add(_PLAYGROUND_SCRIPT)
     assets.update(extra for extra in EXTRAS if (site / extra).is_file())
     return pages + sorted(assets - set(pages))
 

@@ -165,6 +165,11 @@ def test_every_route_page_reads_offline_after_one_visit(reader, copy_of_site: De
     pg.press(query, "End")  # Material searches on keyup
     pg.wait_for_function("() => [...document.querySelectorAll('.md-search-result__item a')]"
                          ".some(a => a.pathname.endsWith('/articles/transformer-attention/'))", timeout=30_000)
+    # the playable model runs offline too: its script, header and weights (checked by their SHA-256) were kept
+    pg.goto(base + "articles/gpt-from-scratch/")
+    pg.locator(".llm-pg__load").first.click()
+    pg.wait_for_selector("div.llm-pg[data-llm-pg-state=idle]")
+    assert pg.locator("div.llm-pg[data-llm-pg-error]").count() == 0
 
 
 def test_a_new_deploy_is_offered_and_replaces_the_kept_pages(reader, copy_of_site: Deployed) -> None:
@@ -210,6 +215,10 @@ def test_the_manifest_lists_what_pages_load_and_is_stable(built_site: BuiltSite)
         assert needed in urls, needed
     assert any(u.startswith("assets/javascripts/workers/search.") for u in urls)
     assert any(u.endswith(".data.json") for u in urls), "interactive figure data"
+    header = json.loads((built_site.dir / "playground" / "tang-gpt.json").read_text(encoding="utf-8"))
+    for needed in ("playground/tang-gpt.json", f"playground/{header['weights']['file']}",
+                   "assets/javascripts/playground.js"):
+        assert needed in urls, f"the playable model offline: {needed}"
     assert not any(u.endswith((".ipynb", ".ttf", ".woff", ".gz", "feed.xml")) for u in urls)
     assert kept["bytes"] == sum(f["bytes"] for f in kept["files"])
     assert kept == offline.manifest(built_site.dir), "offline.json is what the site's files give, recomputed"
