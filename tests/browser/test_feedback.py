@@ -129,6 +129,11 @@ def test_selection_offers_a_prefilled_correction(page, site_server, built_site, 
     page.goto(site_server + f"articles/{ATTENTION}/")
     wait_mounted(page)
     assert not fix_link(page).is_visible()
+    # before any selection it is already a real link (an <a> without href is no link: Lighthouse's SEO audit
+    # "crawlable-anchors" failed on it), to the same template with the article's title
+    base, params = query(fix_link(page).get_attribute("href"))
+    assert base == repo_url(content) + "/issues/new" and params["template"] == "correction.md"
+    assert params["title"] == f"[纠错] {content.articles[ATTENTION].title}"
     hid, text = headings(built_site, ATTENTION)[1]
     quote = page.evaluate(SELECT, hid).strip()
     assert quote

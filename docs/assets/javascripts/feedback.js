@@ -57,6 +57,8 @@
     bar = el("div", "llm-fix", "");
     bar.hidden = true;
     fix = el("a", "", "纠错");
+    // 选中文字之前也是一个真链接（只带文章名）：没有 href 的 <a> 不是链接，搜索引擎和读屏软件都不认
+    link(fix, "/issues/new", { template: "correction.md", title: "[纠错] " + title });
     fix.addEventListener("mousedown", function (e) { e.preventDefault(); });  // 保住选区
     bar.appendChild(fix);
     article.appendChild(bar);
