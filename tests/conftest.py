@@ -373,6 +373,18 @@ def guard_timeouts(target) -> None:
     target.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
 
 
+def follow_instantly(page, link) -> None:
+    """Click ``link`` (a Playwright locator) to another article and wait until its content is in the page.
+
+    Under Material's instant navigation the address changes before the new content is swapped in: a test that
+    waits for the address alone and then looks for a link may find it in the old page (CI r10 clicked the old
+    article's "edit" button that way). The article's title is what tells the pages apart."""
+    before = page.locator("article h1").first.inner_text()
+    link.click()
+    page.wait_for_function("(t) => { const h = document.querySelector('article h1'); return h && h.innerText !== t; }",
+                           arg=before)
+
+
 @pytest.fixture
 def page(browser, site_server: str, built_site: BuiltSite):
     """A fresh page (1280x900, zh-CN, light). Teardown fails on third-party requests or console errors."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.test_accessibility import BLOCKING, SCHEMES, VIEWPORTS, axe_run, describe
+from tests.conftest import follow_instantly
 
 pytestmark = pytest.mark.browser
 
@@ -153,9 +154,8 @@ def test_what_the_number_input_accepts(page, site_server, box, cases):
 def test_once_after_instant_navigation(page, site_server):
     open_article(page, site_server)
     page.evaluate("() => { window.__noReload = true; }")
-    page.locator("article a[rel=next]").first.click()
-    page.wait_for_function(f"() => !location.pathname.endsWith('/{ATTENTION}/')")
-    page.locator(f"article a[href*='{ATTENTION}']").first.click()
+    follow_instantly(page, page.locator("article a[rel=next]").first)
+    follow_instantly(page, page.locator(f"article a[href*='/{ATTENTION}/']").first)  # not the edit link (….md)
     page.wait_for_url(f"**/articles/{ATTENTION}/**")
     page.wait_for_selector(f"{CHOICE}[data-llm-ready]", state="attached")
     assert page.evaluate("() => window.__noReload === true"), "instant navigation fell back to a reload"

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.conftest import ROOT, split_front_matter
+from tests.conftest import ROOT, follow_instantly, split_front_matter
 
 pytestmark = pytest.mark.browser
 
@@ -109,8 +109,7 @@ def test_links_once_after_instant_navigation(page, site_server, built_site, cont
     wait_mounted(page)
     page.evaluate("() => { window.__noReload = true; }")
     # to the next article on the route, to the list, then to another article: all by instant navigation
-    page.locator("article a[rel=next]").click()
-    page.wait_for_function(f"() => !location.pathname.endsWith('/{ATTENTION}/')")
+    follow_instantly(page, page.locator("article a[rel=next]"))
     wait_mounted(page)
     page.locator("article a.llm-back").click()
     page.wait_for_url("**/articles/")
