@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ..conftest import PageLog, guard_timeouts
+from ..conftest import PageLog, follow_instantly, guard_timeouts
 from .test_site import ATTENTION, _switch_palette
 
 pytestmark = pytest.mark.browser
@@ -319,18 +319,23 @@ def test_colours_follow_the_palette_live(page, site_server, record_artifact, tmp
         record_artifact(f"multi-head-weights, interactive ({scheme})", path)
 
 
+# Each figure fetches its own data and mounts when it arrives: wait until every one has, then count the widgets
+ALL_MOUNTED = """() => { const figs = [...document.querySelectorAll('figure.llm-figure[data-llm-view]')];
+  return figs.length === 3 && figs.every(f => f.querySelector('.llm-ix')); }"""
+
+
 def test_widgets_mount_once_across_instant_navigation(page, site_server):
     page.goto(f"{site_server}articles/")
     page.evaluate("() => { window.__noReload = true; }")
-    page.locator(f"article a.llm-card__title[href*='{ATTENTION}']").click()
+    follow_instantly(page, page.locator(f"article a.llm-card__title[href*='{ATTENTION}']"))
     page.wait_for_url(f"**/articles/{ATTENTION}/")
-    page.wait_for_selector(f"{MASK_FIG} .llm-ix")
+    page.wait_for_function(ALL_MOUNTED)
     assert page.locator(".llm-ix").count() == 3
-    page.locator("article a.llm-route").click()
+    follow_instantly(page, page.locator("article a.llm-route"))
     page.wait_for_url("**/route/")
-    page.locator(f"article a[href*='{ATTENTION}']").first.click()
+    follow_instantly(page, page.locator(f"article a[href*='/{ATTENTION}/']").first)  # not an edit link (….md)
     page.wait_for_url(f"**/articles/{ATTENTION}/")
-    page.wait_for_selector(f"{MASK_FIG} .llm-ix")
+    page.wait_for_function(ALL_MOUNTED)
     assert page.evaluate("() => window.__noReload === true"), "instant navigation fell back to a reload"
     assert page.locator(".llm-ix").count() == 3
     page.hover(cell(MASK_FIG, 2, 1))
