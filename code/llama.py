@@ -21,6 +21,7 @@ import torch
 from attention import scaled_dot_product_attention
 from feed_forward import SwiGLU, swiglu_hidden_dim
 from kv_cache import kv_cache_bytes
+from multi_head_attention import check_head_split
 from normalization import RMSNorm
 from positional_encoding import apply_rope
 from shapes import check_btd, check_int, check_positive, check_same_dtype, check_tensor, fmt, shape_error
@@ -326,14 +327,8 @@ def load_into_hf(model: MiniLlama, hf_model: Any) -> Any:
 
 def check_head_args(d_model: int, n_heads: int, n_kv_heads: int) -> None:
     """d_model 被 n_heads 整除、n_heads 被 n_kv_heads 整除，每个头的维数是偶数（RoPE 两两配对）。"""
-    check_int("d_model", d_model, minimum=1)
-    check_int("n_heads", n_heads, minimum=1)
+    check_head_split(d_model, n_heads)  # 和第一阶段的多头注意力同一条规则
     check_int("n_kv_heads", n_kv_heads, minimum=1)
-    if d_model % n_heads != 0:
-        raise ValueError(
-            f"d_model = {d_model} 应能被 n_heads = {n_heads} 整除：每个头分到 d_model / n_heads 维，"
-            f"{d_model} / {n_heads} 不是整数"
-        )
     if n_kv_heads > n_heads or n_heads % n_kv_heads != 0:
         raise ValueError(
             f"n_heads = {n_heads} 应能被 n_kv_heads = {n_kv_heads} 整除：查询头平均分成 n_kv_heads 组，"
