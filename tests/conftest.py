@@ -373,6 +373,13 @@ def guard_timeouts(target) -> None:
     target.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
 
 
+def wait_for_path(page, path: str, **options) -> None:
+    """Wait until the page's address is ``path`` (ending with it), whatever its query and fragment: Material's
+    navigation tracking adds the section in view as ``#...`` (r12: a glob ending in ``/decoding/`` missed
+    ``/decoding/#它写出了什么``)."""
+    page.wait_for_url(lambda url: urlsplit(url).path.endswith(path), **options)
+
+
 def follow_instantly(page, link) -> None:
     """Click ``link`` (a Playwright locator) to another article and wait until its content is in the page.
 

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.conftest import ROOT, follow_instantly, split_front_matter
+from tests.conftest import ROOT, follow_instantly, split_front_matter, wait_for_path
 
 pytestmark = pytest.mark.browser
 
@@ -114,7 +114,7 @@ def test_links_once_after_instant_navigation(page, site_server, built_site, cont
     page.locator("article a.llm-back").click()
     page.wait_for_url("**/articles/")
     page.locator(f"article a.llm-card__title[href*='{DECODING}']").click()
-    page.wait_for_url(f"**/articles/{DECODING}/")
+    wait_for_path(page, f"/articles/{DECODING}/")
     check_ask_links(page, built_site, content, DECODING)
     assert page.evaluate("() => window.__noReload === true"), "instant navigation fell back to a reload"
     assert page.locator(".llm-fix").count() == 1

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ..conftest import PageLog, follow_instantly, guard_timeouts
+from ..conftest import PageLog, follow_instantly, guard_timeouts, wait_for_path
 from .test_site import ATTENTION, _switch_palette
 
 pytestmark = pytest.mark.browser
@@ -328,13 +328,13 @@ def test_widgets_mount_once_across_instant_navigation(page, site_server):
     page.goto(f"{site_server}articles/")
     page.evaluate("() => { window.__noReload = true; }")
     follow_instantly(page, page.locator(f"article a.llm-card__title[href*='{ATTENTION}']"))
-    page.wait_for_url(f"**/articles/{ATTENTION}/")
+    wait_for_path(page, f"/articles/{ATTENTION}/")
     page.wait_for_function(ALL_MOUNTED)
     assert page.locator(".llm-ix").count() == 3
     follow_instantly(page, page.locator("article a.llm-route"))
     page.wait_for_url("**/route/")
     follow_instantly(page, page.locator(f"article a[href*='/{ATTENTION}/']").first)  # not an edit link (….md)
-    page.wait_for_url(f"**/articles/{ATTENTION}/")
+    wait_for_path(page, f"/articles/{ATTENTION}/")
     page.wait_for_function(ALL_MOUNTED)
     assert page.evaluate("() => window.__noReload === true"), "instant navigation fell back to a reload"
     assert page.locator(".llm-ix").count() == 3

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 import torch
 
-from ..conftest import PageLog, guard_timeouts
+from ..conftest import PageLog, guard_timeouts, wait_for_path
 from ..playground import reference
 from .test_accessibility import BLOCKING, SCHEMES, axe_run, describe
 
@@ -402,7 +402,7 @@ def test_instant_navigation_keeps_the_model_and_mounts_again(page, site_server):
     open_article(page, site_server)
     weights = [u for u in page.log.requests if u.endswith(".bin")]
     page.locator('a[href$="/decoding/"]:visible').first.click()
-    page.wait_for_url(f"**/{DECODING}", wait_until="commit")
+    wait_for_path(page, DECODING, wait_until="commit")
     page.wait_for_selector(f"{BOX} .llm-pg__load")
     page.click(f"{BOX} .llm-pg__load")
     page.wait_for_selector(READY)

@@ -10,6 +10,8 @@ import re
 
 import pytest
 
+from tests.conftest import wait_for_path
+
 pytestmark = pytest.mark.browser
 
 ATTENTION, PROMPT = "transformer-attention", "prompt-engineering"
@@ -121,14 +123,14 @@ def test_math_after_instant_navigation(page, site_server, built_site, content):
     page.goto(_url(site_server, "articles/"))
     page.evaluate("() => { window.__noReload = true; }")
     page.locator(f"article a.llm-card__title[href*='{ATTENTION}']").click()
-    page.wait_for_url(f"**/articles/{ATTENTION}/")
+    wait_for_path(page, f"/articles/{ATTENTION}/")
     _check_math(page, built_site, content)
     assert page.evaluate("() => window.__noReload === true"), "the click reloaded the page: instant navigation is off"
     # away and back again, still by instant navigation: rendered once, not twice
     page.locator("article a.llm-route").click()
     page.wait_for_url("**/route/")
     page.locator(f"article a[href*='{ATTENTION}']").first.click()
-    page.wait_for_url(f"**/articles/{ATTENTION}/")
+    wait_for_path(page, f"/articles/{ATTENTION}/")
     _check_math(page, built_site, content)
     assert page.evaluate("() => window.__noReload === true"), "instant navigation fell back to a reload"
 
