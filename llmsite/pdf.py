@@ -146,19 +146,25 @@ def _print(page, document: Path, out: Path) -> None:
              margin={"top": "18mm", "bottom": "18mm", "left": "16mm", "right": "16mm"})
 
 
+def _squash(title: str) -> str:
+    return re.sub(r"\s+", "", title)
+
+
 def _chapter_pages(pdf: Path, items: list[Chapter]) -> dict[str, int]:
     from pypdf import PdfReader
 
     reader = PdfReader(str(pdf))
     found: dict[str, int] = {}
-    titles = {c.title: c.slug for c in items}
+    # Chromium builds the outline from the laid-out heading: a space where the title wraps is dropped
+    # ("KV 缓存" became "KV缓存" with one font set), so titles are compared without whitespace
+    titles = {_squash(c.title): c.slug for c in items}
 
     def walk(entries: list) -> None:
         for entry in entries:
             if isinstance(entry, list):
                 walk(entry)
                 continue
-            slug = titles.get(str(entry.title).strip())
+            slug = titles.get(_squash(str(entry.title)))
             if slug and slug not in found:
                 found[slug] = reader.get_destination_page_number(entry) + 1
     walk(reader.outline)
