@@ -47,10 +47,15 @@ class Request:
         return self.slug.replace("-", "_")
 
 
+SLUG_MAX = 50
+
+
 def validate(req: Request, root: Path) -> None:
     problems = []
     if not SLUG.match(req.slug):
         problems.append(f"slug「{req.slug}」不合法：只用小写字母、数字和连字符，例如 kv-cache")
+    elif len(req.slug) > SLUG_MAX:  # the generated Python names it on one line, which ruff keeps within 120 columns
+        problems.append(f"slug「{req.slug}」太长：{len(req.slug)} 个字符，最多 {SLUG_MAX} 个")
     if (root / "docs" / "articles" / f"{req.slug}.md").exists():
         problems.append(f"slug「{req.slug}」已被使用：docs/articles/{req.slug}.md 已存在")
     for path in (root / "code" / f"{req.module}.py", root / "code" / "figures" / f"{req.module}.py",
@@ -118,6 +123,11 @@ def create(req: Request, root: Path = ROOT) -> list[Path]:
         "tags": "\n".join(f"  - {t}" for t in req.tags),
         "module": req.module,
         "slug": req.slug,
+        # sorted by module name, as ruff's isort rule wants whatever the slug ("bpe-tokenizer" sorts before figkit)
+        "figure_imports": "\n".join(sorted([
+            "from figkit import exercise_answer, figure, figure_data, new_figure",
+            f"from {req.module} import main_idea",
+        ], key=lambda line: line.split()[1])),
     }
     route_file = root / "data" / "route.yml"
     route, _ = load_route(route_file)

@@ -77,6 +77,21 @@ def test_generated_module_runs_and_its_test_passes(repo: Path) -> None:
     assert "3 passed" in tests.stdout
 
 
+@pytest.mark.parametrize("slug", ["abc-tokenizer", "speculative-decoding", "x" * 20 + "-" + "y" * 29])
+def test_generated_python_is_ruff_clean(repo: Path, slug: str) -> None:
+    """make test runs ruff over the repository: a fresh scaffold must pass it, whatever the slug's length or where its
+    module sorts against figkit (bpe-tokenizer's imports and a 123-character line once failed it)."""
+    args = list(ARGS)
+    args[args.index("--slug") + 1] = slug
+    args[args.index("--title") + 1] = f"新文章 {slug}"
+    assert scaffold(repo, *args).returncode == 0
+    module = slug.replace("-", "_")
+    files = [f"code/{module}.py", f"code/figures/{module}.py", f"tests/code/test_{module}.py"]
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", *files], cwd=repo,
+                          capture_output=True, text=True, timeout=60)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
 def test_generated_article_passes_the_content_checks(repo: Path) -> None:
     assert scaffold(repo, *ARGS).returncode == 0
     check = subprocess.run([sys.executable, "-m", "llmsite", "check"], cwd=repo, capture_output=True, text=True,
@@ -107,6 +122,7 @@ def test_generated_article_builds_strict_and_is_listed(repo: Path, repo_cache: P
     [
         (("--slug", "transformer-attention"), "已被使用"),
         (("--slug", "KV_Cache"), "不合法"),
+        (("--slug", "x" * 51), "太长：51 个字符，最多 50 个"),
         (("--tags", "不存在的标签"), "不在允许列表"),
         (("--author", "nobody"), "未知作者"),
         (("--stage", "9"), "阶段编号"),
