@@ -14,8 +14,8 @@ if __name__ == "__main__":  # 单独运行本文件时，把 code/ 加入导入�
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
-from figkit import exercise_answer, figure, figure_data, new_figure
 from bpe_tokenizer import main_idea
+from figkit import exercise_answer, figure, figure_data, new_figure
 
 # 模板示例：四个分数，在几种温度下做 softmax（分数除以温度）
 SCORES = (2.0, 1.0, 0.0, -1.0)

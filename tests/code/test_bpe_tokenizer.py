@@ -25,6 +25,7 @@ def test_rows_sum_to_one_even_for_large_inputs() -> None:
 
 
 def test_runs_on_its_own() -> None:
-    proc = subprocess.run([sys.executable, "code/bpe_tokenizer.py"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "code/bpe_tokenizer.py"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
