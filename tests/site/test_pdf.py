@@ -116,9 +116,9 @@ def test_a_title_that_wraps_where_it_has_a_space_is_still_found(tmp_path: Path) 
     writer = PdfWriter()
     for _ in range(3):
         writer.add_blank_page(width=200, height=200)
-    writer.add_outline_item("第一阶段", 0)
-    writer.add_outline_item("解码：贪心、温度、top-k、top-p 与 KV缓存", 1)
-    writer.add_outline_item("现代的块：RMSNorm、SwiGLU、RoPE与\nGQA", 2)
+    writer.add_outline_item(title="第一阶段", page_number=0)
+    writer.add_outline_item(title="解码：贪心、温度、top-k、top-p 与 KV缓存", page_number=1)
+    writer.add_outline_item(title="现代的块：RMSNorm、SwiGLU、RoPE与\nGQA", page_number=2)
     path = tmp_path / "outline.pdf"
     with path.open("wb") as f:
         writer.write(f)
