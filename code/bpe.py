@@ -242,6 +242,60 @@ def tokens_per_char(text: str, bpe: BPE) -> float:
     return len(bpe.encode(text)) / len(text)
 
 
+def tokens_per_char_prefixes(text: str, bpe: BPE, n_merges: Sequence[int]) -> list[float]:
+    """对 n_merges 里的每个 n，算 tokens_per_char(text, BPE(bpe.merges[:n]))，但每一段只编码一次。
+
+    编码时每次合并的都是段里「最早学会」的那一对，合并只会造出含新词元的对，所以一段文字经历的合并，
+    编号是一路变大的：只用前 n 次合并时，就停在编号到 n 之前的那一步。记下每一步之后段有多长，就能一次读出所有 n。
+    """
+    check_text("text", text)
+    check_bpe(bpe)
+    if not text:
+        raise ValueError("text 不能为空：空文本没有字符，算不出每个字符几个词元")
+    if isinstance(n_merges, (str, bytes)) or not isinstance(n_merges, Sequence) or not n_merges:
+        raise ValueError("n_merges 应为合并次数的列表，例如 [0, 244, 744]")
+    for n in n_merges:
+        check_int("n_merges 里的合并次数", n, minimum=0)
+        if n > len(bpe.merges):
+            raise ValueError(f"n_merges 里的 {n} 超过了 bpe 的合并次数 {len(bpe.merges)}")
+    if bpe.vocab_size != N_BYTES + len(bpe.merges):
+        # 有合并沿用了已有的编号时，上面的「编号一路变大」不一定成立：老老实实地逐个编码
+        return [tokens_per_char(text, BPE(bpe.merges[:n])) for n in n_merges]
+    totals = [0] * len(n_merges)
+    for piece, freq in Counter(pretokenize(text)).items():
+        ids = list(piece.encode("utf-8"))
+        steps = [(0, len(ids))]  # (用到第几次合并为止, 这时段的长度)
+        while len(ids) >= 2:
+            pair = min(pairwise(ids), key=lambda p: bpe.ranks.get(p, (math.inf,)))
+            if pair not in bpe.ranks:
+                break
+            k, new_id = bpe.ranks[pair]
+            ids = merge_pair(ids, pair, new_id)
+            steps.append((k + 1, len(ids)))
+        for j, n in enumerate(n_merges):
+            totals[j] += freq * next(length for used, length in reversed(steps) if used <= n)
+    return [t / len(text) for t in totals]
+
+
+def char_shares(text: str, bpe: BPE) -> list[float]:
+    """每个字符分摊到几个词元：一个词元盖住 k 个字符（哪怕只盖住某个字符的一部分字节），就给这 k 个字符各记 1/k。
+
+    一个汉字拆成 3 个字节词元时记 3；两个字合成一个词元时各记 0.5。加起来等于词元数，平均就是 tokens_per_char。
+    """
+    check_text("text", text)
+    check_bpe(bpe)
+    owner = [i for i, c in enumerate(text) for _ in c.encode("utf-8")]  # 每个字节属于第几个字符
+    shares = [0.0] * len(text)
+    start = 0
+    for token in bpe.encode(text):
+        end = start + len(bpe.tokens[token])
+        covered = sorted(set(owner[start:end]))
+        for i in covered:
+            shares[i] += 1 / len(covered)
+        start = end
+    return shares
+
+
 def bits_per_char(nats_per_token: float, n_tokens: int, n_chars: int) -> float:
     """把模型在一段文本上的平均损失（每个词元多少奈特，即交叉熵）换算成每个字符多少比特。
 

@@ -171,7 +171,7 @@ def fixed_windows(data: Tensor, starts: Tensor, n: int, context: int) -> tuple[T
 
 
 @torch.no_grad()
-def evaluate(model: TinyTransformer, x: Tensor, y: Tensor) -> float:
+def evaluate(model: torch.nn.Module, x: Tensor, y: Tensor) -> float:
     """模型在 (x, y) 上的平均交叉熵（不更新参数）。"""
     model.eval()
     return lm_loss(model(x), y).item()
@@ -187,7 +187,7 @@ def write_sample(model: TinyTransformer, tok: CharTokenizer, s: TrainSettings) -
 
 
 # --8<-- [start:train]
-def train_gpt(model: TinyTransformer, tok: CharTokenizer, train_text: str, held_out_text: str,
+def train_gpt(model: torch.nn.Module, tok: CharTokenizer, train_text: str, held_out_text: str,
               s: TrainSettings | None = None, log: bool = False) -> GPTHistory:
     """在 train_text 上训练 model：AdamW，预热 + 余弦学习率，梯度裁剪。返回 GPTHistory。"""
     s = s or TrainSettings()
@@ -359,27 +359,39 @@ def check_schedule_args(step: int, total_steps: int, peak_lr: float, warmup: int
         raise ValueError(f"min_lr 应在 0 到 peak_lr = {peak_lr} 之间，收到 {min_lr}")
 
 
-def check_train_args(model: TinyTransformer, tok: CharTokenizer, train_text: str, held_out_text: str,
+def check_train_args(model: torch.nn.Module, tok: CharTokenizer, train_text: str, held_out_text: str,
                      s: TrainSettings) -> None:
-    if not isinstance(model, TinyTransformer):
-        raise ValueError(f"model 应为 TinyTransformer（code/tiny_transformer.py），收到 {type(model).__name__}")
-    if not isinstance(tok, CharTokenizer):
-        raise ValueError(f"tok 应为 CharTokenizer（code/tokenizer.py），收到 {type(tok).__name__}")
+    # 任何语言模型都能训练：输入 (B, T) 的词元编号，输出 (B, T, V) 的 logits，配置 cfg 里有 vocab_size、max_len
+    # （TinyTransformer、code/llama.py 的 MiniLlama）；训练中途写样本要用 kv_cache.generate，它只认 TinyTransformer
+    cfg = getattr(model, "cfg", None)
+    if not isinstance(model, torch.nn.Module) or not all(hasattr(cfg, n) for n in ("vocab_size", "max_len")):
+        raise ValueError("model 应为语言模型（nn.Module，配置 cfg 里有 vocab_size、max_len，例如 "
+                         f"code/tiny_transformer.py 的 TinyTransformer），收到 {type(model).__name__}")
+    if s.sample_at and not isinstance(model, TinyTransformer):
+        raise ValueError(f"写样本（sample_at = {s.sample_at}）只支持 TinyTransformer；"
+                         f"训练 {type(model).__name__} 时请设 sample_at=()")
+    if not all(hasattr(tok, name) for name in ("encode", "decode", "vocab_size")):
+        raise ValueError(f"tok 应为分词器（有 encode、decode 和 vocab_size，例如 code/tokenizer.py 的 CharTokenizer、"
+                         f"code/bpe.py 的 BPE），收到 {type(tok).__name__}")
     if not isinstance(s, TrainSettings):
         raise ValueError(f"s 应为 TrainSettings，收到 {type(s).__name__}")
-    check_text("train_text", train_text)
-    check_text("held_out_text", held_out_text)
+    for name, text in (("train_text", train_text), ("held_out_text", held_out_text)):
+        check_text(name, text)
+        if "\n" not in text:
+            raise ValueError(f"{name} 应是若干首诗、每首后面接一个换行（可用 split_poems 得到），"
+                             f"收到 {len(text)} 个字符、没有换行")
     if model.cfg.vocab_size != tok.vocab_size:
         raise ValueError(f"模型的 vocab_size = {model.cfg.vocab_size} 与分词器的 {tok.vocab_size} 不同")
     if s.context > model.cfg.max_len:
         raise ValueError(f"context = {s.context} 超过了模型的 max_len = {model.cfg.max_len}")
-    for name in ("steps", "warmup", "eval_every", "eval_windows", "sample_tokens"):
+    for name in ("steps", "warmup", "eval_every", "eval_windows", "batch_size", "sample_tokens"):
         check_int(name, getattr(s, name), minimum=1)
     lr_at(0, s.steps, s.peak_lr, s.warmup, s.min_lr)  # 学习率参数不合理就在这里报错
     check_positive("clip", s.clip)
-    check_tokens("sample_prompt", torch.tensor([tok.encode(s.sample_prompt)]), model.cfg)
-    if len(tok.encode(s.sample_prompt)) + s.sample_tokens - 1 > model.cfg.max_len:
-        raise ValueError(f"提示加上 sample_tokens = {s.sample_tokens} 个词元超过了 max_len = {model.cfg.max_len}")
+    if s.sample_at:
+        check_tokens("sample_prompt", torch.tensor([tok.encode(s.sample_prompt)]), model.cfg)
+        if len(tok.encode(s.sample_prompt)) + s.sample_tokens - 1 > model.cfg.max_len:
+            raise ValueError(f"提示加上 sample_tokens = {s.sample_tokens} 个词元超过了 max_len = {model.cfg.max_len}")
 
 
 def check_saved(model: TinyTransformer, tok: CharTokenizer, history: GPTHistory) -> None:

@@ -32,7 +32,17 @@ from pathlib import Path
 
 import pytest
 import torch
-from bpe import BPE, bits_per_char, hf_byte_order, merge_pair, pretokenize, tokens_per_char, train_bpe
+from bpe import (
+    BPE,
+    bits_per_char,
+    char_shares,
+    hf_byte_order,
+    merge_pair,
+    pretokenize,
+    tokens_per_char,
+    tokens_per_char_prefixes,
+    train_bpe,
+)
 from gpt_from_scratch import load_poems, split_poems
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -484,6 +494,62 @@ def test_tokens_per_char_falls_as_the_vocabulary_grows(poems: list[str]) -> None
     assert held[0] == pytest.approx(2.92) and held[-1] < 1.1
 
 
+def test_prefixes_are_the_smaller_vocabularies_on_the_training_poems(poems: list[str]) -> None:
+    """What the article's figures rely on: on the training split, training to a size gives the first size - 256 merges
+    of training to the end (no merge rebuilt an existing token, so every merge is a new token)."""
+    train_text, _ = split_poems(poems)
+    full = train_bpe(train_text, ALL)
+    assert full.vocab_size == 256 + len(full.merges) == 9336
+    for size in (257, 300, 1000, 3009):
+        assert train_bpe(train_text, size).merges == full.merges[: size - 256]
+
+
+def test_tie_rules_on_the_training_poems(poems: list[str]) -> None:
+    """The article's statement: with HF's byte order our merges are HF's; with ours they differ from the first merge,
+    the training text takes as many tokens at every size of the figure, the held-out text at most 3 more or fewer."""
+    train_text, held_out = split_poems(poems)
+    ours, ours_hf = train_bpe(train_text, ALL), train_bpe(train_text, ALL, ties="hf")
+    assert our_merges(ours_hf) == hf_merges(hf_tokenizer(train_text, ALL))
+    assert len(ours.merges) == len(ours_hf.merges) == 9080 and ours.merges[0] != ours_hf.merges[0]
+    for size in (256, 260, 300, 400, 500, 700, 1000, 1500, 2000, 3009, 4000, 5000, 6000, 7000, 8000, 9336):
+        a, b = BPE(ours.merges[: size - 256]), BPE(ours_hf.merges[: size - 256])
+        assert len(a.encode(train_text)) == len(b.encode(train_text)), size
+        assert abs(len(a.encode(held_out)) - len(b.encode(held_out))) <= 3, size
+
+
+def test_tokens_per_char_prefixes_is_encoding_with_each_prefix(ours: BPE, poems: list[str]) -> None:
+    """One pass over the pieces gives, for every n, what encoding with the first n merges gives."""
+    _, held_out = split_poems(poems)
+    counts = [0, 1, 4, 50, 744, 2753, len(ours.merges)]
+    expected = [tokens_per_char(held_out, BPE(ours.merges[:n])) for n in counts]
+    assert tokens_per_char_prefixes(held_out, ours, counts) == expected
+    # a merge that rebuilds an existing token (ids no longer grow along a piece): the slow way, same answer
+    rebuilt = BPE([(A, B), (256, C), (B, C), (A, 258)])
+    for text in ("abc", "xbcabc", "abcbc"):
+        assert tokens_per_char_prefixes(text, rebuilt, [0, 1, 2, 3, 4]) == [
+            tokens_per_char(text, BPE(rebuilt.merges[:n])) for n in range(5)]
+
+
+def test_char_shares_by_hand() -> None:
+    """山 is three byte tokens (3); ab merged is one token over two characters (0.5 each); a token made of the last
+    byte of one character and the first of the next counts half for each."""
+    assert char_shares("山a", BPE([])) == [3.0, 1.0]
+    ab = BPE([(A, B)])
+    assert char_shares("abc", ab) == [0.5, 0.5, 1.0]
+    shan = list("山".encode())
+    across = BPE([(shan[2], A)])  # last byte of 山 + 'a'
+    shares = char_shares("山a", across)
+    assert shares == [2.5, 0.5] and sum(shares) == len(across.encode("山a"))
+    assert char_shares("", ab) == []
+
+
+def test_char_shares_average_is_tokens_per_char(ours: BPE, poems: list[str]) -> None:
+    for poem in poems[:50]:
+        shares = char_shares(poem + "\n", ours)
+        assert sum(shares) == pytest.approx(len(ours.encode(poem + "\n")))
+        assert sum(shares) / len(shares) == pytest.approx(tokens_per_char(poem + "\n", ours))
+
+
 def test_bits_per_char_by_hand() -> None:
     # one bit per token (ln 2 nats), one token per character: one bit per character
     assert bits_per_char(math.log(2), n_tokens=10, n_chars=10) == pytest.approx(1.0)
@@ -529,6 +595,13 @@ TINY = BPE([(A, B)])
     (lambda: pretokenize(None), "text"),
     (lambda: tokens_per_char("", TINY), "text"),
     (lambda: tokens_per_char("ab", "not a bpe"), "bpe"),
+    (lambda: char_shares(b"ab", TINY), "text"),
+    (lambda: tokens_per_char_prefixes("ab", TINY, [2]), "n_merges"),
+    (lambda: tokens_per_char_prefixes("ab", TINY, []), "n_merges"),
+    (lambda: tokens_per_char_prefixes("ab", TINY, [0.5]), "n_merges"),
+    (lambda: tokens_per_char_prefixes("ab", TINY, [-1]), "n_merges"),
+    (lambda: tokens_per_char_prefixes("", TINY, [0]), "text"),
+    (lambda: char_shares("ab", None), "bpe"),
     (lambda: bits_per_char(-0.5, 10, 10), "nats_per_token"),
     (lambda: bits_per_char(math.nan, 10, 10), "nats_per_token"),
     (lambda: bits_per_char("2.0", 10, 10), "nats_per_token"),
