@@ -23,7 +23,7 @@ from feed_forward import SwiGLU, swiglu_hidden_dim
 from kv_cache import kv_cache_bytes
 from multi_head_attention import check_head_split
 from normalization import RMSNorm
-from positional_encoding import apply_rope
+from positional_encoding import apply_rope, sinusoidal_position_encoding
 from shapes import check_btd, check_int, check_positive, check_same_dtype, check_tensor, fmt, shape_error
 from tiny_transformer import check_tokens
 from torch import Tensor, nn
@@ -198,10 +198,8 @@ def init_weights(module: nn.Module) -> None:
 def param_count(cfg: MiniLlamaConfig) -> int:
     """按公式数出 MiniLlama(cfg) 的参数个数（共用的矩阵只算一次），不用真的建模型：7B 的配置也能算。"""
     check_config(cfg)
-    d, hd = cfg.d_model, cfg.head_dim
-    attn = d * cfg.n_heads * hd * 2 + d * cfg.n_kv_heads * hd * 2  # q 和输出投影，k 和 v
-    ffn = 3 * d * cfg.ffn_dim  # gate、up、down
-    per_layer = attn + ffn + 2 * d  # 两个 RMSNorm 的增益
+    d = cfg.d_model
+    per_layer = sum(block_param_count(cfg).values())  # 注意力、SwiGLU、两个 RMSNorm 的增益
     embed = cfg.vocab_size * d
     head = 0 if cfg.tie_weights else cfg.vocab_size * d
     return embed + cfg.n_layers * per_layer + d + head
@@ -245,6 +243,39 @@ def kv_cache_table(seq_len: int = 4096, bytes_per_value: int = 2) -> list[dict[s
                      "params": param_count(cfg)})
     return rows
 # --8<-- [end:real-configs]
+
+
+# --8<-- [start:rope-scores]
+def rope_scores(q: Tensor, k: Tensor, offset: int = 0, size: int = 16, base: float = 10000.0) -> Tensor:
+    """同一对 q、k（各为 (d,)）放在位置 offset .. offset + size - 1 上，旋转之后两两点积。
+
+    返回 (size, size) 的表：第 i 行第 j 列是「q 在位置 offset + i、k 在位置 offset + j」的分数。
+    RoPE 下它只取决于 i - j：整块往后挪（改 offset），表不变；每条对角线上的数都相同。
+    """
+    check_score_args(q, k, offset, size)
+    positions = torch.arange(offset, offset + size)
+    qs = apply_rope(q.expand(size, -1), positions, base)  # (size, d)：每个位置各转一次
+    ks = apply_rope(k.expand(size, -1), positions, base)
+    return qs @ ks.T
+
+
+def added_position_scores(q: Tensor, k: Tensor, offset: int = 0, size: int = 16) -> Tensor:
+    """对照：把正弦位置编码直接加到 q、k 上再点积（相当于第一阶段的做法、投影取单位矩阵）。
+
+    (q + p_m)·(k + p_n) 里有 q·p_n、p_m·k 这样只和绝对位置有关的项，整块挪动后表就变了。
+    """
+    check_score_args(q, k, offset, size)
+    pe = sinusoidal_position_encoding(offset + size, q.numel()).to(q.dtype)[offset:]  # (size, d)
+    return (q + pe) @ (k + pe).T
+# --8<-- [end:rope-scores]
+
+
+def block_param_count(cfg: MiniLlamaConfig) -> dict[str, int]:
+    """一个 LlamaBlock 的参数，分成注意力、SwiGLU、两个 RMSNorm 三部分（按公式数，不建模型）。"""
+    check_config(cfg)
+    d, hd = cfg.d_model, cfg.head_dim
+    return {"attention": 2 * d * cfg.n_heads * hd + 2 * d * cfg.n_kv_heads * hd,
+            "ffn": 3 * d * cfg.ffn_dim, "norms": 2 * d}
 
 
 # ---------- 与 transformers 的 LlamaForCausalLM 互通：测试用它核对我们的实现 ----------
@@ -378,6 +409,18 @@ def check_gqa_inputs(attn: GroupedQueryAttention, x: Tensor, positions: Tensor) 
     T = x.size(1)
     if positions.dim() != 1 or positions.size(0) != T:
         raise shape_error("positions", f"(T,) = {fmt((T,))}，x 里每个词元的位置", positions.shape)
+
+
+def check_score_args(q: Tensor, k: Tensor, offset: int, size: int) -> None:
+    """q、k 是同样长度的一维浮点张量，长度为偶数；offset ≥ 0，size ≥ 1。"""
+    check_tensor("q", q)
+    check_tensor("k", k)
+    if q.dim() != 1 or not q.is_floating_point() or q.numel() % 2 != 0:
+        raise shape_error("q", "(d,) 的浮点张量，d 为偶数（RoPE 两两配对）", q.shape)
+    if tuple(k.shape) != tuple(q.shape) or k.dtype != q.dtype:
+        raise shape_error("k", f"和 q 一样的 {fmt(q.shape)}、dtype {q.dtype}", k.shape)
+    check_int("offset", offset)
+    check_int("size", size, minimum=1)
 
 
 def check_model(model: object) -> None:

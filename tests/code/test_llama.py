@@ -27,8 +27,11 @@ from llama import (
     LLAMA3_8B,
     GroupedQueryAttention,
     KVCache,
+    LlamaBlock,
     MiniLlama,
     MiniLlamaConfig,
+    added_position_scores,
+    block_param_count,
     decoder_mask,
     hf_config,
     kv_cache_bytes_per_token,
@@ -36,11 +39,12 @@ from llama import (
     load_into_hf,
     param_count,
     rope_pairs_to_halves,
+    rope_scores,
     to_hf,
 )
 from multi_head_attention import MultiHeadAttention
 from normalization import RMSNorm
-from positional_encoding import apply_rope
+from positional_encoding import apply_rope, sinusoidal_position_encoding
 from transformers import LlamaForCausalLM  # 导入一次约 4 s，整个文件共用
 from transformers.models.llama.modeling_llama import (
     LlamaMLP,
@@ -415,6 +419,67 @@ WRONG = [
     ("hf_model 不是 Llama", lambda: load_into_hf(model(), torch.nn.Linear(2, 2)), ["LlamaForCausalLM"]),
     ("to_hf 的参数不是 MiniLlama", lambda: to_hf(torch.nn.Linear(2, 2)), ["MiniLlama"]),
 ]
+
+
+# ====================== 文章里的 RoPE 分数表和块的参数 ======================
+
+
+def rotate_by_hand(x: torch.Tensor, pos: int) -> torch.Tensor:
+    """RoPE 用 2×2 旋转矩阵逐对写一遍：第 i 对转 pos * 10000^(-2i/d)。"""
+    d = x.numel()
+    out = torch.empty_like(x)
+    for i in range(d // 2):
+        angle = torch.tensor(pos * 10000.0 ** (-2 * i / d), dtype=F64)
+        c, s = torch.cos(angle), torch.sin(angle)
+        out[2 * i] = c * x[2 * i] - s * x[2 * i + 1]
+        out[2 * i + 1] = s * x[2 * i] + c * x[2 * i + 1]
+    return out
+
+
+def test_rope_scores_equal_rotations_by_hand_and_depend_only_on_distance() -> None:
+    g = torch.Generator().manual_seed(5)
+    q, k = torch.randn(8, generator=g, dtype=F64), torch.randn(8, generator=g, dtype=F64)
+    table = rope_scores(q, k, offset=7, size=5)
+    for i in range(5):
+        for j in range(5):
+            want = rotate_by_hand(q, 7 + i) @ rotate_by_hand(k, 7 + j)
+            assert table[i, j].item() == pytest.approx(want.item(), abs=1e-12)
+    torch.testing.assert_close(rope_scores(q, k, offset=3000, size=5), table, atol=1e-10, rtol=0)
+    for d in range(-4, 5):  # 每条对角线上的数相同
+        diag = torch.diagonal(table, d)
+        assert (diag.max() - diag.min()).item() < 1e-12
+
+
+def test_added_position_scores_depend_on_absolute_positions() -> None:
+    g = torch.Generator().manual_seed(6)
+    q, k = torch.randn(8, generator=g, dtype=F64), torch.randn(8, generator=g, dtype=F64)
+    pe = sinusoidal_position_encoding(20, 8).to(F64)
+    table = added_position_scores(q, k, offset=10, size=4)
+    assert table[2, 1].item() == pytest.approx(((q + pe[12]) @ (k + pe[11])).item(), abs=1e-12)
+    assert (added_position_scores(q, k, offset=0, size=4) - table).abs().max() > 0.1
+
+
+@pytest.mark.parametrize("n_kv", [1, 2, 4])
+def test_block_param_count_equals_the_built_block(n_kv: int) -> None:
+    cfg = MiniLlamaConfig(d_model=96, n_heads=4, n_kv_heads=n_kv)
+    parts = block_param_count(cfg)
+    block = LlamaBlock(cfg)
+    assert parts["attention"] == sum(p.numel() for p in block.attn.parameters())
+    assert parts["ffn"] == sum(p.numel() for p in block.ffn.parameters())
+    assert parts["norms"] == 2 * 96
+    assert sum(parts.values()) == sum(p.numel() for p in block.parameters())
+
+
+@pytest.mark.parametrize(("call", "fragment"), [
+    (lambda: rope_scores(torch.zeros(2, 4), torch.zeros(2, 4)), "q 的形状"),
+    (lambda: rope_scores(torch.zeros(5), torch.zeros(5)), "d 为偶数"),
+    (lambda: rope_scores(torch.zeros(4), torch.zeros(6)), "k 的形状"),
+    (lambda: added_position_scores(torch.zeros(4), torch.zeros(4), offset=-1), "offset"),
+    (lambda: rope_scores(torch.zeros(4), torch.zeros(4), size=0), "size"),
+])
+def test_score_tables_reject_wrong_input(call, fragment) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        call()
 
 
 @pytest.mark.parametrize(("call", "fragments"), [w[1:] for w in WRONG], ids=[w[0] for w in WRONG])

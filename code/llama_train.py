@@ -1,0 +1,188 @@
+"""在唐诗上比一比：Llama 式的小模型（code/llama.py）和第一阶段的小 GPT（code/gpt_from_scratch.py）。
+
+两边用同样的语料划分、同样的取批次方法、同样的损失、学习率计划和优化器（全部取自 gpt_from_scratch），
+参数量对齐到只差 1 个，每个模型各训练 3 个种子。预算比第一阶段小得多：75 步、每步 8 段（第一阶段是 300 步、
+每步 16 段），6 次训练加起来的词元数只有第一阶段一次训练的四分之三，构建网站时只多花半分钟左右。结论只对这个预算成立。
+
+两个模型都用 gpt_from_scratch.train_gpt 训练（sample_at=()：训练中途不写样本，写样本的 generate 只认 TinyTransformer）。
+比较的结果是一个构建产物（BUILD_ARTIFACTS）：构建网站时训练一次，图和测试读缓存。
+参数或形状不对时抛出 ValueError，检查的代码在文件末尾。
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from gpt_from_scratch import (
+    MIN_COUNT,
+    GPTHistory,
+    TrainSettings,
+    evaluate,
+    load_poems,
+    poem_config,
+    poem_starts,
+    split_poems,
+    train_gpt,
+)
+from llama import MiniLlama, MiniLlamaConfig
+from shapes import check_int
+from tiny_transformer import TinyTransformer
+from tokenizer import CharTokenizer
+from torch import nn
+
+# --8<-- [start:budget]
+# 两个模型共用的预算：只改了步数、批大小、预热和量损失的间隔，其余（学习率、权重衰减、裁剪……）同第一阶段
+COMPARE_SETTINGS = replace(TrainSettings(), steps=75, batch_size=8, warmup=10, eval_every=25, sample_at=())
+SEEDS = (0, 1, 2)
+LLAMA_D_FF = 205  # SwiGLU 的隐藏维度：默认的 171（约 8/3 × 64）再加宽一些，让参数量和 GPT 对齐
+
+
+def llama_poem_config(vocab_size: int, context: int = TrainSettings.context) -> MiniLlamaConfig:
+    """和 gpt_from_scratch.poem_config 同样的 4 层、4 个头、d_model = 64，换成 Llama 式的块；2 个键值头。"""
+    return MiniLlamaConfig(vocab_size=vocab_size, d_model=64, n_layers=4, n_heads=4, n_kv_heads=2,
+                           d_ff=LLAMA_D_FF, max_len=context)
+# --8<-- [end:budget]
+
+
+# --8<-- [start:held-out]
+@torch.no_grad()
+def held_out_loss(model: nn.Module, tok: CharTokenizer, held_out_text: str, context: int = TrainSettings.context
+                  ) -> float:
+    """最后的成绩：从验证集的第 1、4、7……首诗开头（它前面的换行）各截一段 context 个词元，全部段的平均交叉熵。
+
+    三首诗是 75 个词元，比一段长，所以段与段不重叠，验证集的大部分词元都量到了。
+    训练中途只量 48 段（曲线用）；比较两个模型时用这些段，噪声小一些。
+    """
+    check_model_and_text(model, tok, "held_out_text", held_out_text)
+    held_ids = torch.tensor(tok.encode(held_out_text))
+    starts = poem_starts(held_ids, tok.encode("\n")[0], context)[::3]
+    rows = torch.stack([held_ids[i : i + context + 1] for i in starts.tolist()])  # (段数, context + 1)
+    return evaluate(model, rows[:, :-1], rows[:, 1:])
+# --8<-- [end:held-out]
+
+
+def make_model(kind: str, vocab_size: int) -> nn.Module:
+    """kind 为 "gpt"（第一阶段的 TinyTransformer）或 "llama"（MiniLlama）。调用前先设好种子。"""
+    if kind == "gpt":
+        return TinyTransformer(poem_config(vocab_size))
+    if kind == "llama":
+        return MiniLlama(llama_poem_config(vocab_size))
+    raise ValueError(f"kind 只能是 'gpt' 或 'llama'，收到 {kind!r}")
+
+
+# --8<-- [start:compare]
+def compare_on_poems(seeds: tuple[int, ...] = SEEDS, s: TrainSettings = COMPARE_SETTINGS) -> dict[str, Any]:
+    """两个模型 × 每个种子各训练一次。种子同时决定初始参数和批次的顺序；同一个种子下两个模型看到同样的批次。"""
+    check_seeds(seeds)
+    train_text, held_out_text = split_poems(load_poems())
+    tok = CharTokenizer.train(train_text, min_count=MIN_COUNT)
+    runs: dict[str, list[dict[str, Any]]] = {"gpt": [], "llama": []}
+    for kind in runs:
+        for seed in seeds:
+            torch.manual_seed(seed)  # 决定初始参数
+            model = make_model(kind, tok.vocab_size)
+            history = train_gpt(model, tok, train_text, held_out_text, replace(s, seed=seed))
+            runs[kind].append({"seed": seed, "history": history, "model": model,
+                               "held_out": held_out_loss(model, tok, held_out_text, s.context)})
+    return {"runs": runs, "chars": tok.chars, "settings": s}
+# --8<-- [end:compare]
+
+
+BUILD_ARTIFACTS = {"llama-vs-gpt": ("compare_on_poems", "save_comparison")}
+COMPARISON_ENV = "LLM_ARTIFACT_LLAMA_VS_GPT"
+
+
+def save_comparison(path: str | Path, result: dict[str, Any]) -> None:
+    """存下每次训练的参数、训练记录和最后的验证集损失（不存用时：同样的输入应得到同样的文件）。"""
+    runs = {}
+    for kind, items in result["runs"].items():
+        runs[kind] = []
+        for run in items:
+            record = asdict(run["history"])
+            record.pop("seconds")
+            record.pop("samples")
+            runs[kind].append({"seed": run["seed"], "history": record, "held_out": run["held_out"],
+                               "state_dict": run["model"].state_dict()})
+    settings = asdict(result["settings"])
+    settings["sample_at"] = list(settings["sample_at"])
+    torch.save({"runs": runs, "chars": result["chars"], "settings": settings}, path)
+
+
+def load_comparison(path: str | Path) -> dict[str, Any]:
+    """读回 save_comparison 存的文件：模型重新建好、装入参数，处于 eval 模式。"""
+    if not Path(path).is_file():
+        raise ValueError(f"path 应是 save_comparison 存下的文件，但找不到 {path}")
+    data = torch.load(path, weights_only=True)
+    vocab_size = CharTokenizer(data["chars"]).vocab_size
+    settings = dict(data["settings"])
+    settings["sample_at"] = tuple(settings["sample_at"])
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for kind, items in data["runs"].items():
+        runs[kind] = []
+        for run in items:
+            model = make_model(kind, vocab_size)
+            model.load_state_dict(run["state_dict"])
+            model.eval()
+            runs[kind].append({"seed": run["seed"], "history": GPTHistory(**run["history"], samples={}),
+                               "model": model, "held_out": run["held_out"]})
+    return {"runs": runs, "chars": data["chars"], "settings": TrainSettings(**settings)}
+
+
+def comparison(verbose: bool = True) -> dict[str, Any]:
+    """compare_on_poems() 的结果：构建网站时缓存了的就直接读取，没有就现场训练（单线程约四五十秒）。"""
+    path = os.environ.get(COMPARISON_ENV)
+    if path and Path(path).is_file():
+        return load_comparison(path)
+    if verbose:
+        print("没有现成的结果，现场训练 2 个模型 × 3 个种子……")
+    return compare_on_poems()
+
+
+def summary(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """每个模型：参数量、各种子最后的验证集损失、它们的平均。"""
+    out = {}
+    for kind, items in result["runs"].items():
+        losses = [run["held_out"] for run in items]
+        out[kind] = {"params": sum(p.numel() for p in items[0]["model"].parameters()),
+                     "held_out": losses, "mean": sum(losses) / len(losses)}
+    return out
+
+
+# ---------- 参数检查：不在文章里展示 ----------
+
+
+def check_model_and_text(model: nn.Module, tok: CharTokenizer, name: str, text: str) -> None:
+    """model 是两种模型之一、词表和 tok 一样大；text 是若干首诗，每首后面一个换行。"""
+    if not isinstance(model, (TinyTransformer, MiniLlama)):
+        raise ValueError(f"model 应为 TinyTransformer 或 MiniLlama，收到 {type(model).__name__}")
+    if not isinstance(tok, CharTokenizer):
+        raise ValueError(f"tok 应为 CharTokenizer（code/tokenizer.py），收到 {type(tok).__name__}")
+    if not isinstance(text, str) or "\n" not in text:
+        raise ValueError(f"{name} 应是若干首诗、每首后面接一个换行的字符串（可用 split_poems 得到）")
+    if model.cfg.vocab_size != tok.vocab_size:
+        raise ValueError(f"模型的 vocab_size = {model.cfg.vocab_size} 与分词器的 {tok.vocab_size} 不同")
+
+
+def check_seeds(seeds: tuple[int, ...]) -> None:
+    if not isinstance(seeds, tuple) or not seeds:
+        raise ValueError(f"seeds 应是非空的整数元组，例如 (0, 1, 2)，收到 {seeds!r}")
+    for seed in seeds:
+        check_int("seed", seed)
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)  # 和构建网站时一样单线程：结果逐位可复现
+    start = time.perf_counter()
+    result = compare_on_poems()
+    seconds = time.perf_counter() - start
+    s = result["settings"]
+    print(f"预算：每个模型 {s.steps} 步，每步 {s.batch_size} 段 × {s.context} 个词元，种子 {SEEDS}；"
+          f"6 次训练共用时 {seconds:.1f} s")
+    for kind, row in summary(result).items():
+        losses = "、".join(f"{v:.3f}" for v in row["held_out"])
+        print(f"  {kind:<5} 参数 {row['params']:,}：验证集损失 {losses}，平均 {row['mean']:.3f}")

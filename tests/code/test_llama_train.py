@@ -1,0 +1,112 @@
+"""code/llama_train.py：两个模型都由第一阶段的 train_gpt 训练，比较的设置如文章所说，输入不对时报错。"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import pytest
+import torch
+from gpt_from_scratch import MIN_COUNT, TrainSettings, load_poems, poem_config, split_poems, train_gpt
+from llama import MiniLlama, param_count
+from llama_train import (
+    COMPARE_SETTINGS,
+    SEEDS,
+    compare_on_poems,
+    held_out_loss,
+    llama_poem_config,
+    load_comparison,
+    save_comparison,
+    summary,
+)
+from tiny_transformer import TinyTransformer
+from tokenizer import CharTokenizer
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
+
+@pytest.fixture(scope="module")
+def poems() -> tuple[CharTokenizer, str, str]:
+    train_text, held_out_text = split_poems(load_poems())
+    return CharTokenizer.train(train_text, min_count=MIN_COUNT), train_text, held_out_text
+
+
+def test_train_gpt_trains_the_llama_model_and_samples_only_the_stage_one_model(poems) -> None:
+    """train_gpt takes any model with cfg.vocab_size / max_len; asking it for samples of a MiniLlama is an error."""
+    tok, train_text, held_out_text = poems
+    s = replace(TrainSettings(), steps=6, warmup=2, eval_every=3, eval_windows=4, sample_at=())
+    torch.manual_seed(0)
+    model = MiniLlama(llama_poem_config(tok.vocab_size))
+    history = train_gpt(model, tok, train_text, held_out_text, s)
+    assert len(history.loss) == 6 and history.eval_steps == [0, 3, 6] and history.samples == {}
+    assert history.eval_held_out[-1] < history.eval_held_out[0]
+    with pytest.raises(ValueError, match="只支持 TinyTransformer"):
+        train_gpt(model, tok, train_text, held_out_text, replace(s, sample_at=(0,)))
+    with pytest.raises(ValueError, match="语言模型"):
+        train_gpt(torch.nn.Linear(2, 2), tok, train_text, held_out_text, s)
+
+
+def test_comparison_settings_and_matched_parameters(poems) -> None:
+    tok = poems[0]
+    s = COMPARE_SETTINGS
+    assert (s.steps, s.batch_size, s.context, s.warmup, s.eval_every, s.sample_at) == (75, 8, 64, 10, 25, ())
+    base = TrainSettings()  # 其余的超参数和第一阶段相同
+    assert (s.peak_lr, s.min_lr, s.weight_decay, s.clip, s.eval_windows) == (
+        base.peak_lr, base.min_lr, base.weight_decay, base.clip, base.eval_windows)
+    assert SEEDS == (0, 1, 2)
+    gpt = TinyTransformer(poem_config(tok.vocab_size))
+    llama = MiniLlama(llama_poem_config(tok.vocab_size))
+    n_gpt, n_llama = (sum(p.numel() for p in m.parameters()) for m in (gpt, llama))
+    assert n_llama == param_count(llama.cfg)
+    assert abs(n_gpt - n_llama) == 1
+    cfg = llama.cfg
+    assert (cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.ffn_dim) == (64, 4, 4, 2, 205)
+
+
+def test_held_out_loss_uses_non_overlapping_windows(poems) -> None:
+    """held_out_loss 等于自己截的段上的交叉熵：每隔 3 首诗一段，段与段不重叠。"""
+    tok, _, held_out_text = poems
+    torch.manual_seed(1)
+    model = MiniLlama(llama_poem_config(tok.vocab_size)).eval()
+    ids = tok.encode(held_out_text)
+    newline = tok.encode("\n")[0]
+    starts = [i for i, t in enumerate(ids) if t == newline and i + 65 <= len(ids)][::3]
+    assert all(b - a >= 65 for a, b in itertools.pairwise(starts))
+    rows = torch.tensor([ids[i : i + 65] for i in starts])
+    with torch.no_grad():
+        want = torch.nn.functional.cross_entropy(model(rows[:, :-1]).reshape(-1, tok.vocab_size),
+                                                 rows[:, 1:].reshape(-1)).item()
+    assert held_out_loss(model, tok, held_out_text) == pytest.approx(want, rel=1e-6)
+
+
+def test_save_and_load_round_trip(tmp_path, poems) -> None:
+    """存下再读回：模型的参数、记录和最后的损失都一样（只训练 2 步、1 个种子，为了快）。"""
+    s = replace(COMPARE_SETTINGS, steps=2, warmup=1, eval_every=1, eval_windows=2)
+    result = compare_on_poems(seeds=(0,), s=s)
+    path = tmp_path / "cmp.pt"
+    save_comparison(path, result)
+    back = load_comparison(path)
+    assert back["settings"] == s and back["chars"] == result["chars"]
+    for kind in ("gpt", "llama"):
+        a, b = result["runs"][kind][0], back["runs"][kind][0]
+        assert a["held_out"] == b["held_out"]
+        assert a["history"].eval_held_out == b["history"].eval_held_out
+        for (na, pa), (nb, pb) in zip(a["model"].state_dict().items(), b["model"].state_dict().items(), strict=True):
+            assert na == nb and torch.equal(pa, pb)
+    rows = summary(back)
+    assert rows["gpt"]["params"] - rows["llama"]["params"] == 1
+
+
+@pytest.mark.parametrize("call, fragment", [
+    (lambda tok, tr, he: held_out_loss(torch.nn.Linear(2, 2), tok, he), "MiniLlama"),
+    (lambda tok, tr, he: held_out_loss(MiniLlama(llama_poem_config(tok.vocab_size)), tok, "没有换行"), "held_out_text"),
+    (lambda tok, tr, he: train_gpt(MiniLlama(llama_poem_config(10)), tok, tr, he, COMPARE_SETTINGS), "vocab_size"),
+    (lambda tok, tr, he: train_gpt(MiniLlama(llama_poem_config(tok.vocab_size)), tok, "", he, COMPARE_SETTINGS),
+     "train_text"),
+    (lambda tok, tr, he: compare_on_poems(seeds=()), "seeds"),
+    (lambda tok, tr, he: compare_on_poems(seeds=(-1,)), "seed"),
+    (lambda tok, tr, he: load_comparison("/nonexistent/cmp.pt"), "找不到"),
+])
+def test_wrong_input_raises_value_error(poems, call, fragment) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        call(*poems)

@@ -1,0 +1,410 @@
+"""Every number (and every checkable statement) the Llama-block article makes about a computation, recomputed.
+
+Each entry of ``CLAIMS`` locates a sentence of ``docs/articles/llama-block.md`` (or a figure's title and caption) and
+checks the numbers it states against a recomputation done here:
+
+- the real models' KV cache from the published ``config.json`` fields written out here (and ``llama.LLAMA2_7B`` /
+  ``LLAMA3_8B`` checked against them), by the formula 2 x layers x KV heads x head size x 2 bytes;
+- parameter counts from PyTorch's own modules on the meta device (``nn.TransformerEncoderLayer``, ``nn.Linear``,
+  ``nn.Embedding``), not from ``param_count``; the vocabulary recounted from the corpus with plain Python;
+- the validation losses of the trained comparison (the ``llama-vs-gpt`` build artifact, read from the run's cache)
+  recomputed with ``F.cross_entropy`` on windows cut here from the corpus, and the stage-1 GPT (``tang-gpt``) on
+  the same windows;
+- the logits of ``MiniLlama`` against ``transformers``' ``LlamaForCausalLM`` built here from a tiny random config;
+- the RoPE figure's curves recomputed with 2 x 2 rotation matrices written out here.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import sys
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import claims
+from .claims import Claim, approx, below_power_of_ten, holds
+
+pytestmark = pytest.mark.usefixtures("trained_artifacts", "one_thread")
+
+ROOT = Path(__file__).resolve().parents[2]
+CODE = ROOT / "code"
+ARTICLE = ROOT / "docs" / "articles" / "llama-block.md"
+FIGURES = CODE / "figures" / "llama_block.py"
+CORPUS = ROOT / "data" / "tang_wujue" / "poems.txt"
+SOURCES = claims.Sources(ROOT, ARTICLE, FIGURES)
+if str(CODE) not in sys.path:
+    sys.path.insert(0, str(CODE))
+
+import gpt_from_scratch as gpt  # noqa: E402
+import llama  # noqa: E402
+import llama_train  # noqa: E402
+
+D, LAYERS, HEADS, KV_HEADS, D_FF, CONTEXT = 64, 4, 4, 2, 205, 64  # the comparison's shapes, as the article states
+STEPS, BATCH, SEEDS = 75, 8, (0, 1, 2)
+
+# The fields of the two published config.json files (meta-llama/Llama-2-7b-hf, meta-llama/Meta-Llama-3-8B).
+PUBLISHED = {
+    "llama2-7b": {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                  "num_attention_heads": 32, "num_key_value_heads": 32, "rms_norm_eps": 1e-05,
+                  "tie_word_embeddings": False},
+    "llama3-8b": {"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                  "num_attention_heads": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+                  "tie_word_embeddings": False},
+}
+OURS = {"llama2-7b": llama.LLAMA2_7B, "llama3-8b": llama.LLAMA3_8B}
+
+
+# --------------------------------------------------------------------------- recomputations
+
+
+def fact_configs_as_published() -> bool:
+    for name, c in PUBLISHED.items():
+        cfg = OURS[name]
+        if (cfg.d_model, cfg.ffn_dim, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.norm_eps, cfg.tie_weights) != (
+                c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["num_attention_heads"],
+                c["num_key_value_heads"], c["rms_norm_eps"], c["tie_word_embeddings"]):
+            return False
+    return True
+
+
+def kv_bytes(name: str) -> int:
+    """2 (K and V) x layers x KV heads x head size x 2 bytes (float16), from the published fields."""
+    c = PUBLISHED[name]
+    head = c["hidden_size"] // c["num_attention_heads"]
+    return 2 * c["num_hidden_layers"] * c["num_key_value_heads"] * head * 2
+
+
+def fact_kv_quarter() -> bool:
+    return fact_configs_as_published() and kv_bytes("llama2-7b") == 4 * kv_bytes("llama3-8b")
+
+
+def fact_kv_sequence(stated: list[Decimal]) -> str | None:
+    """A 4096-token sequence: 2 GiB and 0.5 GiB."""
+    gib = [kv_bytes(n) * 4096 / 2**30 for n in ("llama2-7b", "llama3-8b")]
+    return approx(lambda: gib[0], lambda: gib[1], exact=True)(stated)
+
+
+@cache
+def corpus() -> dict:
+    poems = CORPUS.read_bytes().decode("utf-8").split("\n")[:-1]
+    train = [p for i, p in enumerate(poems) if (i + 1) % 10 != 0]
+    held = [p for i, p in enumerate(poems) if (i + 1) % 10 == 0]
+    counts = collections.Counter("".join(p + "\n" for p in train))
+    chars = sorted((c for c, n in counts.items() if n >= 2), key=lambda c: (-counts[c], ord(c)))
+    return {"train": train, "held": held, "chars": chars}
+
+
+def vocab_size() -> int:
+    return 256 + len(corpus()["chars"])
+
+
+def numel(m: nn.Module) -> int:
+    return sum(p.numel() for p in m.parameters())
+
+
+@cache
+def param_counts() -> dict[str, int]:
+    V = vocab_size()
+    with torch.device("meta"):
+        gpt_total = (numel(nn.Embedding(V, D)) + numel(nn.Embedding(CONTEXT, D))
+                     + LAYERS * numel(nn.TransformerEncoderLayer(D, HEADS, 4 * D)) + numel(nn.LayerNorm(D))
+                     + numel(nn.Linear(D, V)))
+        hd = D // HEADS
+
+        def block(d_ff: int) -> int:
+            attn = sum(numel(nn.Linear(D, n, bias=False)) for n in (HEADS * hd, KV_HEADS * hd, KV_HEADS * hd))
+            attn += numel(nn.Linear(HEADS * hd, D, bias=False))
+            ffn = 2 * numel(nn.Linear(D, d_ff, bias=False)) + numel(nn.Linear(d_ff, D, bias=False))
+            return attn + ffn + 2 * D  # two RMSNorm gains
+
+        llama_total = numel(nn.Embedding(V, D)) + LAYERS * block(D_FF) + D + numel(nn.Linear(D, V, bias=False))
+    return {"gpt": gpt_total, "llama": llama_total, "tied_saving": V * D}
+
+
+@cache
+def result() -> dict:
+    return llama_train.comparison(verbose=False)
+
+
+def fact_artifact_shapes() -> bool:
+    """The trained models are the ones counted here, trained with the budget the article states."""
+    r, c = result(), param_counts()
+    s = r["settings"]
+    return (all(numel(run["model"]) == c[kind] for kind in ("gpt", "llama") for run in r["runs"][kind])
+            and [run["seed"] for run in r["runs"]["llama"]] == list(SEEDS)
+            and (s.steps, s.batch_size, s.context) == (STEPS, BATCH, CONTEXT)
+            and r["runs"]["llama"][0]["model"].cfg.ffn_dim == D_FF)
+
+
+def encode(text: str, chars: list[str]) -> list[int]:
+    index = {c: 256 + i for i, c in enumerate(chars)}
+    out: list[int] = []
+    for ch in text:
+        out += [index[ch]] if ch in index else list(ch.encode("utf-8"))  # byte fallback
+    return out
+
+
+def held_stream() -> tuple[list[int], list[int]]:
+    """The validation poems as one token stream, and the position of the newline that ends each poem."""
+    chars = corpus()["chars"]
+    ids: list[int] = []
+    ends: list[int] = []
+    for p in corpus()["held"]:
+        ids += encode(p, chars)
+        ends.append(len(ids))
+        ids += encode("\n", chars)
+    return ids, ends
+
+
+def final_windows() -> torch.Tensor:
+    """From every third poem end (the 1st, 4th, 7th, ... window start), 65 tokens."""
+    ids, ends = held_stream()
+    starts = [s for s in ends if s + CONTEXT + 1 <= len(ids)][::3]
+    return torch.tensor([ids[s : s + CONTEXT + 1] for s in starts])
+
+
+def curve_windows() -> torch.Tensor:
+    """The 48 windows of the curves: evenly spaced over all the poem ends (rounded down)."""
+    ids, ends = held_stream()
+    starts = [s for s in ends if s + CONTEXT + 1 <= len(ids)]
+    return torch.tensor([ids[starts[k * (len(starts) - 1) // 47] : starts[k * (len(starts) - 1) // 47] + CONTEXT + 1]
+                         for k in range(48)])
+
+
+def loss_on(model: nn.Module, rows: torch.Tensor) -> float:
+    with torch.no_grad():
+        logits = model(rows[:, :-1])
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), rows[:, 1:].reshape(-1)).item()
+
+
+@cache
+def losses() -> dict[str, list[float]]:
+    assert result()["chars"] == corpus()["chars"]
+    rows = final_windows()
+    return {kind: [loss_on(run["model"], rows) for run in result()["runs"][kind]] for kind in ("gpt", "llama")}
+
+
+def mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def stage_one_loss() -> float:
+    model, tok, _ = gpt.pretrained_gpt(verbose=False)
+    assert tok.chars == corpus()["chars"]
+    return loss_on(model, final_windows())
+
+
+def paired_gaps() -> list[float]:
+    """Llama minus GPT, seed by seed (the same batches)."""
+    return [b - a for a, b in zip(losses()["gpt"], losses()["llama"], strict=True)]
+
+
+def fact_gpt_lower_every_seed() -> bool:
+    return all(g > 0 for g in paired_gaps())
+
+
+def fact_curves() -> bool:
+    """From the training records (the last point of each is recomputed in fact_stored_losses; the first is the
+    untrained model, recomputed in fact_untrained_record): at step 0 every Llama seed is below every GPT seed, from
+    step 25 on every GPT seed is below every Llama seed."""
+    curves = {kind: [run["history"].eval_held_out for run in result()["runs"][kind]] for kind in ("gpt", "llama")}
+    steps = result()["runs"]["gpt"][0]["history"].eval_steps
+    for i, step in enumerate(steps):
+        gpt_at, llama_at = [c[i] for c in curves["gpt"]], [c[i] for c in curves["llama"]]
+        if step == 0 and not max(llama_at) < min(gpt_at):
+            return False
+        if step >= 25 and not max(gpt_at) < min(llama_at):
+            return False
+    return fact_untrained_record()
+
+
+def fact_untrained_record() -> bool:
+    """The step-0 points are the freshly initialised models of each seed on the 48 windows."""
+    rows = curve_windows()
+    for kind in ("gpt", "llama"):
+        for run in result()["runs"][kind]:
+            torch.manual_seed(run["seed"])
+            fresh = llama_train.make_model(kind, vocab_size()).eval()
+            if abs(run["history"].eval_held_out[0] - loss_on(fresh, rows)) > 1e-4:
+                return False
+    return True
+
+
+def fact_stored_losses() -> bool:
+    """The losses the artifact stored, and its curves' last point, are the ones recomputed here."""
+    rows = curve_windows()
+    for kind in ("gpt", "llama"):
+        for run, recomputed in zip(result()["runs"][kind], losses()[kind], strict=True):
+            if abs(run["held_out"] - recomputed) > 1e-4:
+                return False
+            if abs(run["history"].eval_held_out[-1] - loss_on(run["model"], rows)) > 1e-4:
+                return False
+            if run["history"].eval_steps != list(range(0, STEPS + 1, 25)):
+                return False
+    return True
+
+
+def fact_token_ratio() -> bool:
+    s, base = llama_train.COMPARE_SETTINGS, gpt.TrainSettings()
+    return (s.steps * s.batch_size) * 8 == base.steps * base.batch_size and (base.steps, base.batch_size) == (300, 16)
+
+
+def fact_same_recipe() -> bool:
+    s, base = llama_train.COMPARE_SETTINGS, gpt.TrainSettings()
+    return ((s.steps, s.batch_size, s.context, s.eval_every, s.eval_windows) == (STEPS, BATCH, CONTEXT, 25, 48)
+            and (s.peak_lr, s.min_lr, s.weight_decay, s.clip) == (base.peak_lr, base.min_lr, base.weight_decay,
+                                                                  base.clip)
+            and llama_train.SEEDS == SEEDS)
+
+
+def logits_gap() -> float:
+    """MiniLlama vs LlamaForCausalLM (tiny random config, CPU, no download), n_kv_heads 1, 2 and 4, tied or not."""
+    from transformers import LlamaForCausalLM
+
+    worst = 0.0
+    for n_kv in (1, 2, 4):
+        for tie in (False, True):
+            cfg = llama.MiniLlamaConfig(vocab_size=50, d_model=32, n_layers=2, n_heads=4, n_kv_heads=n_kv, d_ff=40,
+                                        max_len=16, tie_weights=tie)
+            torch.manual_seed(n_kv)
+            ours = llama.MiniLlama(cfg).eval()
+            with torch.no_grad():
+                for p in ours.parameters():
+                    p.normal_(0, 0.3)
+            config, state = llama.to_hf(ours)
+            theirs = LlamaForCausalLM(config).eval()
+            theirs.load_state_dict(state)
+            tokens = torch.randint(0, 50, (2, 16), generator=torch.Generator().manual_seed(n_kv))
+            with torch.no_grad():
+                a, b = ours(tokens), theirs(tokens).logits
+            assert a.abs().max() > 1
+            worst = max(worst, (a - b).abs().max().item())
+    return worst
+
+
+def rotate(x: torch.Tensor, pos: int) -> torch.Tensor:
+    d = x.numel()
+    out = x.clone()
+    for i in range(d // 2):
+        a = pos * 10000.0 ** (-2 * i / d)
+        out[2 * i] = math.cos(a) * x[2 * i] - math.sin(a) * x[2 * i + 1]
+        out[2 * i + 1] = math.sin(a) * x[2 * i] + math.cos(a) * x[2 * i + 1]
+    return out
+
+
+def fact_rope_curves() -> bool:
+    """The figure's pair (seed 0, 16-dim, float64): with RoPE the curves for s = 0, 64, 1024 coincide; with the
+    sinusoidal encoding added to q and k they do not."""
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(16, generator=gen, dtype=torch.float64)
+    k = torch.randn(16, generator=gen, dtype=torch.float64)
+    rope = [[(rotate(q, s + dist) @ rotate(k, s)).item() for dist in range(32)] for s in (0, 64, 1024)]
+    same = all(abs(a - b) < 1e-9 for curve in rope[1:] for a, b in zip(rope[0], curve, strict=True))
+
+    def pe(pos: int) -> torch.Tensor:
+        i = torch.arange(0, 16, 2, dtype=torch.float64)
+        angle = pos / 10000.0 ** (i / 16)
+        return torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1).flatten()
+
+    added = [[((q + pe(s + dist)) @ (k + pe(s))).item() for dist in range(32)] for s in (0, 64, 1024)]
+    differ = all(max(abs(a - b) for a, b in zip(added[0], curve, strict=True)) > 0.5 for curve in added[1:])
+    return same and differ
+
+
+# --------------------------------------------------------------------------- the table
+
+N = r"(\d[\d,]*(?:\.\d+)?)"
+
+CLAIMS = [
+    Claim("eps", "article", r"`rms_norm_eps` 都是 `1e-05`", holds(fact_configs_as_published)),
+    Claim("swiglu 171", "article", rf"\$d=64\$ 时取整为 {N}", approx(lambda: math.ceil(8 / 3 * 64), exact=True)),
+    Claim("llama2 ffn", "article",
+          rf"Llama 2 7B 的配置里是 {N}（\$\\tfrac\{{8\}}\{{3\}}\\times4096\$ 向上取到 256 的倍数",
+          lambda st: approx(lambda: 256 * math.ceil(8 / 3 * 4096 / 256), exact=True)(st)
+          or (None if fact_configs_as_published() else "config differs")),
+    Claim("llama3 ffn", "article", rf"Llama 3 8B 更宽，是 {N}，即 \$d\$ 的 {N} 倍",
+          approx(lambda: PUBLISHED["llama3-8b"]["intermediate_size"],
+                 lambda: PUBLISHED["llama3-8b"]["intermediate_size"] / PUBLISHED["llama3-8b"]["hidden_size"])),
+    Claim("kv bytes", "article",
+          rf"有 (\d+) 层、(\d+) 个键值头、每头 (\d+) 维，float16 下每个词元要 {N} 字节（(\d+) KiB）.*"
+          rf"但只有 (\d+) 个键值头，每个词元 {N} 字节（(\d+) KiB），是前者的四分之一",
+          lambda st: (None if fact_kv_quarter() else "not a quarter") or approx(
+              lambda: 32, lambda: 32, lambda: 128, lambda: kv_bytes("llama2-7b"), lambda: kv_bytes("llama2-7b") / 1024,
+              lambda: 8, lambda: kv_bytes("llama3-8b"), lambda: kv_bytes("llama3-8b") / 1024, exact=True)(st)),
+    Claim("kv sequence", "article", rf"一条 4096 个词元的序列，前者的缓存是 {N} GiB，后者是 {N} GiB", fact_kv_sequence),
+    Claim("tying", "article", rf"唐诗模型的词表有 {N} 个词元，共享能省下 {N} 个参数",
+          approx(vocab_size, lambda: param_counts()["tied_saving"], exact=True)),
+    Claim("untied", "article", r"它们的 `config.json` 里 `tie_word_embeddings` 是 `false`",
+          holds(fact_configs_as_published)),
+    Claim("logits", "article", r"float32 下最大的差小于 \$10\^\{(-\d+)\}\$", below_power_of_ten(logits_gap)),
+    Claim("params", "article", rf"GPT 有 {N} 个参数，Llama 式的有 {N} 个，只差 (\d+) 个",
+          lambda st: (None if fact_artifact_shapes() else "the trained models differ") or approx(
+              lambda: param_counts()["gpt"], lambda: param_counts()["llama"],
+              lambda: param_counts()["gpt"] - param_counts()["llama"], exact=True)(st)),
+    Claim("widened", "article", rf"隐藏维度从默认的 {N} 加宽到 {N}",
+          approx(lambda: math.ceil(8 / 3 * D), lambda: D_FF, exact=True)),
+    Claim("budget", "article",
+          r"只训练 75 步、每步 8 段，每段 64 个词元。第一阶段是 300 步、每步 16 段，"
+          r"这里的词元数只有它的八分之一",
+          holds(lambda: fact_token_ratio() and fact_same_recipe())),
+    Claim("windows", "article", rf"段与段不重叠，一共 {N} 段", approx(lambda: len(final_windows()), exact=True)),
+    Claim("gpt row", "article", rf"^\| GPT（LayerNorm、GELU、位置嵌入、MHA） \| {N} \| {N} \| {N} \| {N} \| {N} \|$",
+          approx(lambda: param_counts()["gpt"], *(lambda i=i: losses()["gpt"][i] for i in range(3)),
+                 lambda: mean(losses()["gpt"]))),
+    Claim("llama row", "article", rf"^\| Llama 式（RMSNorm、SwiGLU、RoPE、GQA） \| {N} \| {N} \| {N} \| {N} \| {N} \|$",
+          approx(lambda: param_counts()["llama"], *(lambda i=i: losses()["llama"][i] for i in range(3)),
+                 lambda: mean(losses()["llama"]))),
+    Claim("stored losses", "article", r"^\| 模型 \| 参数 \| 种子 0", holds(fact_stored_losses)),
+    Claim("gap per seed", "article",
+          rf"逐个种子比，Llama 式的高出 {N} 到 {N}，平均高 {N}。这个差不大，但比同一个模型三个种子之间的差大"
+          rf"（GPT 是 {N}，Llama 式是 {N}），方向也一致",
+          lambda st: (None if fact_gpt_lower_every_seed() else "not lower in every seed") or approx(
+              lambda: min(paired_gaps()), lambda: max(paired_gaps()), lambda: mean(paired_gaps()),
+              lambda: max(losses()["gpt"]) - min(losses()["gpt"]),
+              lambda: max(losses()["llama"]) - min(losses()["llama"]))(st)),
+    Claim("every seed", "article", r"三个种子都是 GPT 的损失更低", holds(fact_gpt_lower_every_seed)),
+    Claim("summary", "article", r"Llama 式的块的验证集损失比小 GPT 略高，三个种子都是这样",
+          holds(lambda: fact_gpt_lower_every_seed() and fact_same_recipe())),
+    Claim("curves", "article",
+          r"第 0 步（还没训练）Llama 式的损失更低，那只是初始化不同；从第 25 步起，每个检查点都是 GPT 的三个种子更低",
+          holds(fact_curves)),
+    Claim("stage one", "article",
+          rf"验证集损失在 6 左右，而第一阶段训练了 300 步、每步 16 段的那个 GPT，在同样的 123 段上是 {N}",
+          lambda st: (None if all(5.8 < x < 6.2 for k in losses() for x in losses()[k]) else "not about 6")
+          or approx(stage_one_loss)(st)),
+    # captions
+    Claim("rope caption", "rope-shift-table", r"左：RoPE，三条线完全重合", holds(fact_rope_curves)),
+    Claim("kv caption", "kv-bytes-gqa", r"Llama 2 7B 是 32 个键值头（普通的多头注意力），Llama 3 8B 是 8 个",
+          holds(fact_configs_as_published)),
+    Claim("comparison caption", "llama-vs-gpt",
+          r"各训练 75 步，每步 8 段、每段 64 个词元，种子 0、1、2 各一次；"
+          r"两个模型都是 4 层、4 个头、d_model = 64，参数量只差 1 个",
+          holds(lambda: fact_same_recipe() and fact_artifact_shapes()
+                and param_counts()["gpt"] - param_counts()["llama"] == 1)),
+    Claim("comparison caption curves", "llama-vs-gpt", r"每 25 步在验证集固定的 48 段上量一次损失",
+          holds(fact_stored_losses)),
+]
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=[f"{c.where}:{c.name}" for c in CLAIMS])
+def test_claim_holds(claim: Claim) -> None:
+    SOURCES.assert_holds(claim)
+
+
+# --------------------------------------------------------------------------- no new unchecked number
+
+NOT_COMPUTED: dict[str, str] = {
+    "0.02": "the standard deviation init_weights draws from (a setting, like transformers' initializer_range)",
+}
+
+
+def test_every_number_in_the_article_is_a_checked_claim() -> None:
+    unchecked = claims.unchecked_numbers(SOURCES, CLAIMS, NOT_COMPUTED)
+    assert not unchecked, "numbers with no recomputing claim in CLAIMS:\n" + "\n".join(unchecked)
