@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -24,11 +23,13 @@ from gpt_from_scratch import (
     GPTHistory,
     TrainSettings,
     load_poems,
+    model_record,
     poem_config,
+    read_model_record,
     split_poems,
     train_gpt,
 )
-from tiny_transformer import TinyConfig, TinyTransformer
+from tiny_transformer import TinyTransformer
 from tokenizer import CharTokenizer, check_text
 
 MARKS = "，。\n"  # 标点和换行：诗的格式；其余的字符都是汉字
@@ -89,11 +90,7 @@ BPE_GPT_ENV = "LLM_ARTIFACT_BPE_GPT"
 def save_bpe_gpt(path: str | Path, model: TinyTransformer, bpe: BPE, history: GPTHistory) -> None:
     """把模型（配置和参数）、BPE 的合并列表和训练记录存成一个文件。"""
     check_saved(model, bpe, history)
-    record = asdict(history)
-    record.pop("seconds")  # 用时每次不同，不存
-    record["samples"] = [[k, v] for k, v in history.samples.items()]
-    torch.save({"config": asdict(model.cfg), "state_dict": model.state_dict(), "merges": [list(m) for m in bpe.merges],
-                "history": record}, path)
+    torch.save({**model_record(model, history), "merges": [list(m) for m in bpe.merges]}, path)
 
 
 def load_bpe_gpt(path: str | Path) -> tuple[TinyTransformer, BPE, GPTHistory]:
@@ -101,12 +98,8 @@ def load_bpe_gpt(path: str | Path) -> tuple[TinyTransformer, BPE, GPTHistory]:
     if not Path(path).is_file():
         raise ValueError(f"path 应是 save_bpe_gpt 存下的文件，但找不到 {path}")
     data = torch.load(path, weights_only=True)
-    model = TinyTransformer(TinyConfig(**data["config"]))
-    model.load_state_dict(data["state_dict"])
-    model.eval()
-    record = dict(data["history"])
-    record["samples"] = {int(k): v for k, v in record["samples"]}
-    return model, BPE([tuple(m) for m in data["merges"]]), GPTHistory(**record)
+    model, history = read_model_record(data)
+    return model, BPE([tuple(m) for m in data["merges"]]), history
 
 
 def pretrained_bpe_gpt(verbose: bool = True) -> tuple[TinyTransformer, BPE, GPTHistory]:

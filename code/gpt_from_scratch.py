@@ -269,11 +269,25 @@ PRETRAINED_GPT_ENV = "LLM_ARTIFACT_TANG_GPT"
 def save_poem_gpt(path: str | Path, model: TinyTransformer, tok: CharTokenizer, history: GPTHistory) -> None:
     """把模型（配置和参数）、词表和训练记录存成一个文件。"""
     check_saved(model, tok, history)
+    torch.save({**model_record(model, history), "chars": tok.chars}, path)
+
+
+def model_record(model: TinyTransformer, history: GPTHistory) -> dict:
+    """存盘用的字典：模型的配置和参数、训练记录。分词器由调用者另外存（字符表或 BPE 的合并列表）。"""
     record = asdict(history)
     record.pop("seconds")  # 用时每次不同，不存：同样的输入应当得到逐字节相同的文件
     record["samples"] = [[k, v] for k, v in history.samples.items()]
-    torch.save({"config": asdict(model.cfg), "state_dict": model.state_dict(), "chars": tok.chars,
-                "history": record}, path)
+    return {"config": asdict(model.cfg), "state_dict": model.state_dict(), "history": record}
+
+
+def read_model_record(data: dict) -> tuple[TinyTransformer, GPTHistory]:
+    """model_record 的反过程：重建模型（eval 模式）和训练记录。"""
+    model = TinyTransformer(TinyConfig(**data["config"]))
+    model.load_state_dict(data["state_dict"])
+    model.eval()
+    record = dict(data["history"])
+    record["samples"] = {int(k): v for k, v in record["samples"]}
+    return model, GPTHistory(**record)
 
 
 def load_poem_gpt(path: str | Path) -> tuple[TinyTransformer, CharTokenizer, GPTHistory]:
@@ -281,12 +295,8 @@ def load_poem_gpt(path: str | Path) -> tuple[TinyTransformer, CharTokenizer, GPT
     if not Path(path).is_file():
         raise ValueError(f"path 应是 save_poem_gpt 存下的文件，但找不到 {path}")
     data = torch.load(path, weights_only=True)
-    model = TinyTransformer(TinyConfig(**data["config"]))
-    model.load_state_dict(data["state_dict"])
-    model.eval()
-    record = dict(data["history"])
-    record["samples"] = {int(k): v for k, v in record["samples"]}
-    return model, CharTokenizer(data["chars"]), GPTHistory(**record)
+    model, history = read_model_record(data)
+    return model, CharTokenizer(data["chars"]), history
 
 
 def pretrained_gpt(verbose: bool = True) -> tuple[TinyTransformer, CharTokenizer, GPTHistory]:
