@@ -58,11 +58,15 @@ def _switch_to_slate(page) -> None:
 
 @pytest.mark.parametrize("name", LABS)
 def test_lab_page_renders_in_both_palettes(page, site_server, name: str) -> None:
+    # a lab whose Markdown cells write formulas shows them rendered (bpe_lab has none)
+    has_math = any(line.startswith("# ") and "$" in line
+                   for line in (ROOT / "labs" / f"{name}.py").read_text(encoding="utf-8").splitlines())
     page.goto(site_server + f"labs/{name}/")
-    page.wait_for_selector(".llm-lab .katex", state="attached")
+    if has_math:
+        page.wait_for_selector(".llm-lab .katex", state="attached")
     page.evaluate(SHOW_IMAGES)
     light = page.evaluate(REPORT)
-    assert light["katex"] > 0 and light["nested"] == 0, light
+    assert (light["katex"] > 0) == has_math and light["nested"] == 0, light
     assert not light["raw"], f"unrendered math: {light['raw']}"
     assert light["copy"] >= 5, "Material's copy buttons on the code cells"
     assert light["prompts"] == 0
