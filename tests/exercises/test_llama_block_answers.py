@@ -15,6 +15,7 @@ import pytest
 import torch
 from torch import nn
 
+from ..figures.claims import rotate_pairs
 from .test_answers import Value, check
 
 
@@ -38,18 +39,8 @@ def kv_bytes_28_4() -> int:
 
 
 def rope_table(q: torch.Tensor, k: torch.Tensor, offset: int, size: int = 16) -> torch.Tensor:
-    d = q.numel()
-
-    def rotate(x: torch.Tensor, pos: int) -> torch.Tensor:
-        out = x.clone()
-        for i in range(d // 2):
-            a = pos * 10000.0 ** (-2 * i / d)
-            out[2 * i] = math.cos(a) * x[2 * i] - math.sin(a) * x[2 * i + 1]
-            out[2 * i + 1] = math.sin(a) * x[2 * i] + math.cos(a) * x[2 * i + 1]
-        return out
-
-    qs = torch.stack([rotate(q, offset + i) for i in range(size)])
-    ks = torch.stack([rotate(k, offset + j) for j in range(size)])
+    qs = torch.stack([rotate_pairs(q, offset + i) for i in range(size)])
+    ks = torch.stack([rotate_pairs(k, offset + j) for j in range(size)])
     return qs @ ks.T
 
 

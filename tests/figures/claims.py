@@ -3,6 +3,7 @@ recomputed. Each ``test_*_claims.py`` keeps its own recomputations and table of 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -152,3 +153,15 @@ def unchecked_numbers(sources: Sources, claims: Sequence[Claim], not_computed: d
                         continue
                     unchecked.append(f"{place.where}: {m.group(0)} in 「{line.strip()[:80]}」")
     return unchecked
+
+
+def rotate_pairs(x, pos: int):
+    """RoPE written out with 2 x 2 rotations (pairs 2i, 2i+1, base 10000), independent of code/: the Llama article's
+    claims and its exercise answers both recompute with it."""
+    d = x.numel()
+    out = x.clone()
+    for i in range(d // 2):
+        a = pos * 10000.0 ** (-2 * i / d)
+        out[2 * i] = math.cos(a) * x[2 * i] - math.sin(a) * x[2 * i + 1]
+        out[2 * i + 1] = math.sin(a) * x[2 * i] + math.cos(a) * x[2 * i + 1]
+    return out

@@ -30,6 +30,7 @@ from torch import nn
 
 from . import claims
 from .claims import Claim, approx, below_power_of_ten, holds
+from .claims import rotate_pairs as rotate
 
 pytestmark = pytest.mark.usefixtures("trained_artifacts", "one_thread")
 
@@ -287,16 +288,6 @@ def logits_gap() -> float:
             assert a.abs().max() > 1
             worst = max(worst, (a - b).abs().max().item())
     return worst
-
-
-def rotate(x: torch.Tensor, pos: int) -> torch.Tensor:
-    d = x.numel()
-    out = x.clone()
-    for i in range(d // 2):
-        a = pos * 10000.0 ** (-2 * i / d)
-        out[2 * i] = math.cos(a) * x[2 * i] - math.sin(a) * x[2 * i + 1]
-        out[2 * i + 1] = math.sin(a) * x[2 * i] + math.cos(a) * x[2 * i + 1]
-    return out
 
 
 def fact_rope_curves() -> bool:
