@@ -6,6 +6,8 @@
   the hint states; text it cannot read is said so and is no attempt.
 - Every checked attempt dispatches ``llm:exercise`` with {page, id, correct}, once: also after Material's instant
   navigation away and back (no second binding, no second set of radio buttons).
+- 「去图里看看」 scrolls to the figure at once and moves the focus there; the explanation stays open and the page
+  is not fetched again.
 - Without JavaScript the form stays hidden and the answer is readable in the <details>.
 - axe-core finds nothing serious in the exercises once answered, light and dark, desktop and phone.
 
@@ -102,10 +104,17 @@ def test_a_prediction_is_told_the_answer_and_pointed_to_the_figure(page, site_se
     assert result(page, PREDICT) == "没有猜中。答案是 C，解析已在下方展开。"
     link = page.locator(f"{PREDICT} details a.llm-ex__figure")
     assert link.is_visible() and link.inner_text() == "去图里看看"
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
     link.focus()
     page.keyboard.press("Enter")
-    page.wait_for_function("() => location.hash === '#fig-dk-explorer'")
-    assert page.locator("#fig-dk-explorer").is_visible()
+    # at once, to the figure, with the focus on it; the page is not fetched again (Material's instant navigation
+    # would do that on the first in-page jump and swap the article, closing the explanation just opened)
+    assert page.evaluate("() => document.activeElement.id") == "fig-dk-explorer"
+    top = page.evaluate("() => document.getElementById('fig-dk-explorer').getBoundingClientRect().top")
+    assert 0 <= top < page.viewport_size["height"] / 2
+    assert page.locator(f"{PREDICT} details").evaluate("d => d.open")
+    assert not [url for url in requests if f"/{ATTENTION}/" in url]
     assert events(page) == [{"page": page.evaluate("() => location.pathname"), "id": "dk512-typical-max",
                              "correct": False}]
 

@@ -50,6 +50,20 @@
     }
     form.hidden = false;
 
+    // 「去图里看看」是页内链接，但不能交给浏览器或 Material 去跳：Material 的即时导航在页面载入后的第一次
+    // 页内跳转（点击，或者浏览器原生跳转触发的 popstate）时会重新下载本页、换掉正文，读者刚展开的解析
+    // 随之收起，跳转还要等下载完。这里自己滚到图、把焦点移到图上（读屏软件从图读起），作答的状态留着。
+    var jump = box.querySelector("a.llm-ex__figure");
+    if (jump) jump.addEventListener("click", function (event) {
+      var figure = document.getElementById(decodeURIComponent(jump.hash.slice(1)));
+      if (!figure) return;  // 页面上没有这张图：照普通链接处理
+      event.preventDefault();
+      event.stopPropagation();
+      if (!figure.hasAttribute("tabindex")) figure.setAttribute("tabindex", "-1");
+      figure.scrollIntoView({ block: "start" });
+      figure.focus({ preventScroll: true });
+    });
+
     function say(text, right) {
       result.textContent = text;
       result.className = "llm-ex__result " + (right === undefined ? "" : right ? "is-right" : "is-wrong");
