@@ -29,10 +29,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import re
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -303,37 +305,46 @@ def _describe_failure(lab: Lab, nb: Any, index: int | None, exc: BaseException) 
     return out + (f"\n出错位置：\n{tail}" if tail else "")
 
 
-def execute(item: Planned, cache_dir: Path = CACHE_DIR, cwd: Path = ROOT) -> Path:
-    """Execute one lab and commit the notebook atomically; raise LabError naming the lab and cell."""
-    import nbformat
+def _kernel_run(item: Planned, cwd: Path) -> Any:
+    """Execute one lab's notebook in a fresh kernel and return it; raise LabError naming the lab and cell.
+
+    Safe to call from several threads at once: each call has its own kernel (a process) and its own event loop."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    lab = item.lab
+    nb = to_notebook(lab.source)
+    current: dict[str, int | None] = {"index": None}
+
+    def on_cell_start(cell: Any, cell_index: int) -> None:
+        current["index"] = cell_index
+
+    client = NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT,
+        kernel_name=KERNEL,
+        allow_errors=False,
+        resources={"metadata": {"path": str(cwd)}},
+        on_cell_start=on_cell_start,
+        # The kernel logs a warning about plain-TCP transport on every start (loopback only): keep it quiet.
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
+    )
+    try:
+        client.execute()
+    except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+        raise LabError(_describe_failure(lab, nb, current["index"], exc)) from exc
+    return nb
+
+
+def _commit(item: Planned, nb: Any, cache_dir: Path, cwd: Path) -> Path:
+    """Write an executed notebook and its page into the cache, atomically (in the calling thread: KaTeX runs here)."""
+    import nbformat
 
     lab = item.lab
     cache_dir.mkdir(parents=True, exist_ok=True)
     staging = build_cache.staging_dir(cache_dir, lab.name)
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        nb = to_notebook(lab.source)
-        current: dict[str, int | None] = {"index": None}
-
-        def on_cell_start(cell: Any, cell_index: int) -> None:
-            current["index"] = cell_index
-
-        client = NotebookClient(
-            nb,
-            timeout=CELL_TIMEOUT,
-            kernel_name=KERNEL,
-            allow_errors=False,
-            resources={"metadata": {"path": str(cwd)}},
-            on_cell_start=on_cell_start,
-            # The kernel logs a warning about plain-TCP transport on every start (loopback only): keep it quiet.
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],
-        )
-        try:
-            client.execute()
-        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-            raise LabError(_describe_failure(lab, nb, current["index"], exc)) from exc
         # What differs run to run and means nothing to a reader: timing metadata, the batching of prints.
         for cell in nb.cells:
             cell.metadata.pop("execution", None)
@@ -354,30 +365,59 @@ def execute(item: Planned, cache_dir: Path = CACHE_DIR, cwd: Path = ROOT) -> Pat
         raise
 
 
+def execute(item: Planned, cache_dir: Path = CACHE_DIR, cwd: Path = ROOT) -> Path:
+    """Execute one lab and commit the notebook atomically; raise LabError naming the lab and cell."""
+    return _commit(item, _kernel_run(item, cwd), cache_dir, cwd)
+
+
+def workers_for(count: int) -> int:
+    """Kernels run side by side: one per core, at most two (as the figures); ``LLM_LAB_WORKERS`` overrides."""
+    configured = os.environ.get("LLM_LAB_WORKERS")
+    limit = int(configured) if configured else min(2, os.cpu_count() or 1)
+    return max(1, min(limit, count))
+
+
 def run(
     items: list[Planned], cache_dir: Path = CACHE_DIR, cwd: Path = ROOT, out: TextIO | None = None
 ) -> tuple[int, int]:
-    """Execute every stale lab, print a line per lab and a total. Returns (executed, cached)."""
+    """Execute every stale lab, print a line per lab and a total. Returns (executed, cached).
+
+    Stale labs run in kernels side by side (``workers_for``); each kernel is its own process and the notebooks are
+    byte-stable, so the cache holds the same bytes whatever the number of workers. Each notebook is committed in
+    this thread as soon as its kernel is done. When a lab fails, the labs not yet started are not started, the
+    running ones finish, and the first failure is raised."""
     out = out or sys.stdout
     build_cache.clean_stale_staging(cache_dir)
-    start, executed, cached = time.perf_counter(), 0, 0
+    start = time.perf_counter()
+    stale = [item for item in items if not item.cached]
     needed: list[artifacts.Artifact] = []
-    for item in items:
-        if not item.cached:
-            needed += [a for a in uses_artifacts(item.lab) if a not in needed]
-    if any(not item.cached for item in items):
+    for item in stale:
+        needed += [a for a in uses_artifacts(item.lab) if a not in needed]
+    if stale:
         artifacts.ensure(needed, out)  # the kernels inherit LLM_ARTIFACT_<NAME>
     for item in items:
-        t0 = time.perf_counter()
         if item.cached:
-            cached += 1
-            print(f"  [缓存] {item.lab.name:<24} {time.perf_counter() - t0:6.2f} s", file=out, flush=True)
-            continue
-        execute(item, cache_dir, cwd)
-        executed += 1
-        print(f"  [执行] {item.lab.name:<24} {time.perf_counter() - t0:6.2f} s  ({item.lab.where})",
-              file=out, flush=True)
+            print(f"  [缓存] {item.lab.name:<24} {0.0:6.2f} s", file=out, flush=True)
+
+    def timed(item: Planned) -> tuple[Any, float]:
+        t0 = time.perf_counter()
+        return _kernel_run(item, cwd), t0
+
+    with ThreadPoolExecutor(max_workers=workers_for(len(stale)), thread_name_prefix="lab") as pool:
+        futures = {pool.submit(timed, item): item for item in stale}
+        try:
+            for future in as_completed(futures):
+                item = futures[future]
+                nb, t0 = future.result()
+                _commit(item, nb, cache_dir, cwd)
+                print(f"  [执行] {item.lab.name:<24} {time.perf_counter() - t0:6.2f} s  ({item.lab.where})",
+                      file=out, flush=True)
+        except BaseException:
+            for other in futures:
+                other.cancel()
+            raise
     total = time.perf_counter() - start
+    executed, cached = len(stale), len(items) - len(stale)
     print(f"共 {len(items)} 个动手实验：{executed} 个重新执行，{cached} 个来自缓存，用时 {total:.2f} s",
           file=out, flush=True)
     return executed, cached

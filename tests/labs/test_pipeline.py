@@ -234,3 +234,40 @@ def test_a_failing_lab_stops_the_mkdocs_build(tmp_path: Path, repo_cache: Path) 
     assert proc.returncode != 0, output
     assert "执行动手实验失败" in output and "labs/broken.py" in output and "ZeroDivisionError" in output, output
 
+
+
+# Each lab waits until the other has started: they finish only if their kernels run at the same time.
+RENDEZVOUS = '''# %% [markdown]
+# # 动手实验：{me}
+
+# %%
+import time
+from pathlib import Path
+
+Path("{me}.started").touch()
+deadline = time.monotonic() + 120
+while not Path("{other}.started").exists():
+    assert time.monotonic() < deadline, "the other lab never started"
+    time.sleep(0.05)
+print("{me} 和 {other} 同时在运行")
+'''
+
+
+def test_two_stale_labs_run_side_by_side_to_the_same_bytes(lab_repo: LabRepo, tmp_path: Path, monkeypatch) -> None:
+    lab_repo.write("labs/meet_x.py", RENDEZVOUS.format(me="meet_x", other="meet_y"))
+    lab_repo.write("labs/meet_y.py", RENDEZVOUS.format(me="meet_y", other="meet_x"))
+    monkeypatch.setenv("LLM_LAB_WORKERS", "2")
+    out = lab_repo.run("--only", "meet_x", "--only", "meet_y").stdout
+    assert status_lines(out) == {"meet_x": "执行", "meet_y": "执行"}, out
+    assert "meet_x 和 meet_y 同时在运行" in _outputs(lab_repo.notebooks()["meet_x"])
+    # one kernel at a time and two side by side commit the same notebooks and pages, byte for byte
+    serial = make_lab_repo(tmp_path / "serial")
+    monkeypatch.setenv("LLM_LAB_WORKERS", "1")
+    serial.run("--only", "lab_a", "--only", "lab_b")
+    monkeypatch.setenv("LLM_LAB_WORKERS", "2")
+    lab_repo.run("--only", "lab_a", "--only", "lab_b")
+    for name in ("lab_a", "lab_b"):
+        ours, theirs = lab_repo.notebooks()[name].parent.parent, serial.notebooks()[name].parent.parent
+        assert ours.name == theirs.name  # the same key
+        assert {p.relative_to(ours): p.read_bytes() for p in sorted(ours.rglob("*")) if p.is_file()} == {
+            p.relative_to(theirs): p.read_bytes() for p in sorted(theirs.rglob("*")) if p.is_file()}
