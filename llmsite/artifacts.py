@@ -233,31 +233,57 @@ def _compute_side_by_side(names: list[str], out: TextIO) -> None:
             raise ArtifactError(text[name][1].strip() or text[name][0].strip())
 
 
+def upstream(artifact: Artifact, code_dir: Path = CODE) -> list[Artifact]:
+    """The other artifacts whose compute function ``artifact``'s compute function reaches (e.g. a fine-tuning run
+    that starts from the pretrained model): they must be cached first, so its process reads them instead of
+    training them again."""
+    reached = definition_deps([(artifact.module, artifact.compute)], code_dir).roots
+    return [a for a in used_by(reached, code_dir) if a != artifact]
+
+
+def _export_cached(code_dir: Path) -> list[Planned]:
+    """Point ``LLM_ARTIFACT_<NAME>`` at every declared artifact that is cached (child processes inherit it)."""
+    items = plan(list(discover(code_dir).values()), code_dir=code_dir)
+    for item in items:
+        if item.cached:
+            os.environ[item.artifact.env] = str(item.path())
+        else:
+            os.environ.pop(item.artifact.env, None)
+    return items
+
+
 def ensure(needed: list[Artifact], out: TextIO | None = None, code_dir: Path = CODE) -> dict[str, Path]:
-    """Make sure the ``needed`` artifacts are cached (computing stale ones in a fresh process), then point
-    ``LLM_ARTIFACT_<NAME>`` at every declared artifact that is cached. Returns {name: file}."""
+    """Make sure the ``needed`` artifacts are cached (computing stale ones in fresh processes), then point
+    ``LLM_ARTIFACT_<NAME>`` at every declared artifact that is cached. Returns {name: file}.
+
+    Stale artifacts are computed in waves: one whose compute function reaches another stale artifact waits for
+    the wave that computes it, and starts with its path in the environment."""
     from filelock import FileLock  # a dependency of torch, which every artifact needs
 
     out = out or sys.stdout
     cache_dir = artifacts_dir()
     cache_dir.mkdir(parents=True, exist_ok=True)
+    wanted = list(needed)
+    for artifact in wanted:  # grows while it is walked: the upstream of the upstream too
+        wanted += [a for a in upstream(artifact, code_dir) if a not in wanted]
     # Two builds at once (a preview and the tests, or two test workers) train a stale model once: the second
     # waits here for the first, then finds it cached.
     with FileLock(str(cache_dir / ".lock")):
         build_cache.clean_stale_staging(cache_dir)
-        stale = [item.artifact.name for item in plan(needed, code_dir=code_dir) if not item.cached]
-        if stale:
-            _compute_side_by_side(stale, out)
+        stale = [item.artifact for item in plan(wanted, code_dir=code_dir) if not item.cached]
+        while stale:
+            _export_cached(code_dir)
+            wave = [a for a in stale if not any(u in stale for u in upstream(a, code_dir))]
+            if not wave:
+                raise ArtifactError("产物互相依赖，无法决定先算哪一个：" + "、".join(a.name for a in stale))
+            _compute_side_by_side([a.name for a in wave], out)
+            stale = [a for a in stale if a not in wave]
     paths = {}
-    for item in plan(list(discover(code_dir).values()), code_dir=code_dir):
-        path = item.path()
+    for item in _export_cached(code_dir):
         if item.cached:
-            os.environ[item.artifact.env] = str(path)
-            paths[item.artifact.name] = path
-        else:
-            os.environ.pop(item.artifact.env, None)
+            paths[item.artifact.name] = item.path()
         if item.artifact in needed and not item.cached:
-            raise ArtifactError(f"产物 {item.artifact.name} 计算后仍不在缓存里：{path}")
+            raise ArtifactError(f"产物 {item.artifact.name} 计算后仍不在缓存里：{item.path()}")
     return paths
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from .conftest import BROKEN, IGNORE, ROOT, LabRepo, add_artifact_lab, computed, make_lab_repo, status_lines
+from .conftest import BROKEN, IGNORE, PREAMBLE, ROOT, LabRepo, add_artifact_lab, computed, make_lab_repo, status_lines
 
 
 def _outputs(path: Path) -> str:
@@ -271,3 +271,52 @@ def test_two_stale_labs_run_side_by_side_to_the_same_bytes(lab_repo: LabRepo, tm
         assert ours.name == theirs.name  # the same key
         assert {p.relative_to(ours): p.read_bytes() for p in sorted(ours.rglob("*")) if p.is_file()} == {
             p.relative_to(theirs): p.read_bytes() for p in sorted(theirs.rglob("*")) if p.is_file()}
+
+
+# An artifact whose compute function starts from another artifact (as fine-tuning starts from the pretrained model).
+TUNED_MODULE = '''"""测试用：从构建产物 lab-model 出发再算一个产物。"""
+
+import os
+from pathlib import Path
+
+import lab_model
+
+BUILD_ARTIFACTS = {"lab-tuned": ("compute_tuned", "save")}
+
+
+def compute_tuned():
+    how, value = lab_model.load_or_compute()
+    return f"{how} {value + 1}"
+
+
+def save(path, value):
+    Path(path).write_text(value)
+
+
+def load_or_compute_tuned():
+    path = os.environ.get("LLM_ARTIFACT_LAB_TUNED")
+    return Path(path).read_text() if path and Path(path).is_file() else "现算 " + compute_tuned()
+'''
+
+TUNED_LAB = '''# %% [markdown]
+# # 动手实验：用微调过的产物
+
+''' + PREAMBLE + '''
+# %%
+import lab_tuned
+
+print("微调", lab_tuned.load_or_compute_tuned())
+'''
+
+
+def test_an_artifact_built_on_another_starts_after_it_and_reads_it(lab_repo: LabRepo) -> None:
+    """From empty caches, the artifact the other one starts from is computed first (once), and the second one's
+    process finds it in its environment instead of computing it again."""
+    add_artifact_lab(lab_repo)
+    lab_repo.write("code/lab_tuned.py", TUNED_MODULE)
+    lab_repo.write("labs/lab_tuned_user.py", TUNED_LAB)
+    out = lab_repo.run("--only", "lab_tuned_user").stdout
+    assert status_lines(out) == {"lab_tuned_user": "执行"}, out
+    assert computed(lab_repo) == 1, "lab-model computed once, not again inside lab-tuned's process"
+    assert "微调 缓存 2108" in _outputs(lab_repo.notebooks()["lab_tuned_user"])
+    assert out.index("[产物] lab-model") < out.index("[产物] lab-tuned"), out
