@@ -365,11 +365,6 @@ def _commit(item: Planned, nb: Any, cache_dir: Path, cwd: Path) -> Path:
         raise
 
 
-def execute(item: Planned, cache_dir: Path = CACHE_DIR, cwd: Path = ROOT) -> Path:
-    """Execute one lab and commit the notebook atomically; raise LabError naming the lab and cell."""
-    return _commit(item, _kernel_run(item, cwd), cache_dir, cwd)
-
-
 def workers_for(count: int) -> int:
     """Kernels run side by side: one per core, at most two (as the figures); ``LLM_LAB_WORKERS`` overrides."""
     configured = os.environ.get("LLM_LAB_WORKERS")
