@@ -1,0 +1,211 @@
+"""藏头诗的监督微调（SFT）数据和成功率：全部从第一阶段的唐诗语料里来。
+
+每首五言绝句的四句句首连起来就是它自己的「藏头」。把它写成一条指令，后面接这首诗：
+
+    藏头：春夏秋冬\n春……，夏……。秋……，冬……。\n
+
+前半是提示（prompt），后半是回答（answer）。训练时只在回答的词元上算损失，提示的位置不算（labels 记为 IGNORE）。
+训练集、验证集沿用 code/gpt_from_scratch.py 的 split_poems（每 10 首留 1 首）：验证集的诗只用来评估，
+它们的藏头模型在训练时从没见过。
+成功率：模型按提示写出的诗（贪心解码），四句的句首是否恰好是要求的四个字。
+参数不对时抛出 ValueError，检查的代码在文件末尾。
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+from kv_cache import generate
+from shapes import check_tensor, fmt, shape_error
+from tiny_transformer import TinyTransformer
+from tokenizer import CharTokenizer
+from torch import Tensor
+
+N_LINES = 4  # 绝句四句
+LINE_END = re.compile("[，。]")  # 句末的标点：逗号或句号
+IGNORE = -100  # labels 里不算损失的位置（和 PyTorch cross_entropy 的 ignore_index 默认值相同）
+POEM_TOKENS = 25  # 生成多少个词元：一首五言绝句 24 个字符，再加结尾的换行
+
+
+# --8<-- [start:prompt]
+def line_heads(poem: str) -> str:
+    """一首诗每一句的第一个字连起来，例如「春眠不覺曉，處處聞啼鳥。……」→「春處夜花」。"""
+    lines = [line for line in LINE_END.split(poem) if line]
+    return "".join(line[0] for line in lines)
+
+
+def acrostic_prompt(heads: str) -> str:
+    """指令：「藏头：」加上要藏的四个字，换行之后模型开始写诗（第一阶段的模型也是从换行写起）。"""
+    check_heads(heads)
+    return f"藏头：{heads}\n"
+# --8<-- [end:prompt]
+
+
+def usable(poem: str, tok: CharTokenizer) -> bool:
+    """这首诗能不能做一条样本：四句，而且四个句首字都在词表里（各是一个词元，句首写对没写对才好判断）。"""
+    heads = line_heads(poem)
+    return len(heads) == N_LINES and all(c in tok.char_to_id for c in heads)
+
+
+@dataclass
+class SFTData:
+    """inputs、labels: (N, T)。labels[i, t] 是看到 inputs[i, :t+1] 之后应当写出的词元，不算损失的位置是 IGNORE。
+
+    prompt_lengths[i] 是第 i 条的提示有几个词元；heads[i] 是它要藏的四个字。各条右边用换行补齐到同样的长度。
+    """
+
+    inputs: Tensor
+    labels: Tensor
+    prompt_lengths: list[int]
+    heads: list[str]
+
+
+# --8<-- [start:sft-data]
+def build_sft_data(poems: list[str], tok: CharTokenizer) -> SFTData:
+    """每首可用的诗一条样本：提示「藏头：XXXX\\n」+ 回答「诗\\n」。只有回答的词元有标签。"""
+    check_poems(poems)
+    newline = tok.encode("\n")[0]
+    rows, heads, prompt_lengths = [], [], []
+    for poem in poems:
+        if not usable(poem, tok):
+            continue
+        prompt = tok.encode(acrostic_prompt(line_heads(poem)))
+        answer = tok.encode(poem + "\n")  # 结尾的换行也要学：它表示「这首诗写完了」
+        ids = prompt + answer
+        # 第 t 个位置预测第 t+1 个词元：回答的第一个词元 ids[P] 由位置 P-1（提示的最后一个词元）预测
+        labels = [IGNORE] * (len(prompt) - 1) + answer
+        rows.append((ids[:-1], labels))
+        heads.append(line_heads(poem))
+        prompt_lengths.append(len(prompt))
+    if not rows:
+        raise ValueError("poems 里没有一首可用的诗：每首应是四句，句首的字都在词表里")
+    T = max(len(x) for x, _ in rows)
+    inputs = torch.tensor([x + [newline] * (T - len(x)) for x, _ in rows])  # 右边补换行，补的位置没有标签
+    labels = torch.tensor([y + [IGNORE] * (T - len(y)) for _, y in rows])
+    return SFTData(inputs, labels, prompt_lengths, heads)
+
+
+def trim_batch(inputs: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+    """去掉一批样本右边共同的补齐：截到这批里最后一个有标签的位置为止（因果注意力，前面的输出不变，只是少算一些）。"""
+    T = int((labels != IGNORE).nonzero()[:, 1].max()) + 1
+    return inputs[:, :T], labels[:, :T]
+
+
+def sft_loss(logits: Tensor, labels: Tensor) -> Tensor:
+    """只在有标签的位置上求平均的交叉熵：提示和补齐的位置不算。logits (B, T, V)，labels (B, T)。"""
+    check_sft_loss_args(logits, labels)
+    keep = labels != IGNORE  # (B, T)：回答的词元
+    log_probs = logits.log_softmax(dim=-1)
+    picked = log_probs.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # IGNORE 先换成 0 号，反正不算
+    return -(picked * keep).sum() / keep.sum()
+# --8<-- [end:sft-data]
+
+
+# --8<-- [start:success]
+def written_heads(text: str) -> str:
+    """生成的文字里前四句的句首（到第一个换行为止）；不足四句就少几个字。"""
+    return line_heads(text.split("\n")[0])[:N_LINES]
+
+
+FORM = re.compile("[\u4e00-\u9fff]{5}，[\u4e00-\u9fff]{5}。[\u4e00-\u9fff]{5}，[\u4e00-\u9fff]{5}。")
+
+
+def well_formed(text: str) -> bool:
+    """格式对不对：到第一个换行为止，恰好是四句、每句五个字，句末依次是「，。，。」（语料里每首诗都是这样）。"""
+    return FORM.fullmatch(text.split("\n")[0]) is not None
+
+
+def acrostic_ok(heads: str, text: str) -> bool:
+    """成功：写出的诗四句的句首恰好是要求的四个字。"""
+    return written_heads(text) == heads
+
+
+def head_hits(heads: str, text: str) -> int:
+    """四句里有几句的句首对上了（逐句比较；写出的不足四句时，缺的那几句算没对上）。"""
+    return sum(a == b for a, b in zip(written_heads(text), heads, strict=False))
+
+
+@torch.no_grad()
+def write_acrostics(model: TinyTransformer, tok: CharTokenizer, heads: list[str],
+                    max_new_tokens: int = POEM_TOKENS) -> tuple[list[str], Tensor]:
+    """每组藏头写一首诗（贪心解码，结果是确定的）。返回 (诗的列表, 句首概率 (N, 4))。
+
+    句首概率：沿着模型自己写出的文字，每一句开头那一步给要求的字的概率（第 k 句开头 = 第 k 个句末标点之后）。
+    写出的不足四句时，缺的那几句记为 0。
+    """
+    check_heads_list(heads, tok)
+    prompts = torch.tensor([tok.encode(acrostic_prompt(h)) for h in heads])  # 句首字各一个词元：提示一样长
+    out = generate(model, prompts, max_new_tokens)  # code/kv_cache.py：贪心解码，带 KV 缓存
+    new = out.tokens[:, prompts.size(1):]  # (N, max_new_tokens)
+    probs = out.logits.softmax(dim=-1)  # (N, max_new_tokens, V)
+    ends = {tok.char_to_id[c] for c in "，。"}
+    texts, head_probs = [], torch.zeros(len(heads), N_LINES)
+    for i, h in enumerate(heads):
+        starts = [0] + [t + 1 for t, token in enumerate(new[i].tolist()) if token in ends]
+        for k, step in enumerate(starts[:N_LINES]):
+            if step < max_new_tokens:
+                head_probs[i, k] = probs[i, step, tok.char_to_id[h[k]]]
+        texts.append(tok.decode(new[i]).split("\n")[0])
+    return texts, head_probs
+# --8<-- [end:success]
+
+
+# ---------- 参数检查：不在文章里展示，输入不对时给出看得懂的错误 ----------
+
+
+def check_heads(heads: str) -> None:
+    if not isinstance(heads, str) or len(heads) != N_LINES or LINE_END.search(heads) or "\n" in heads:
+        raise ValueError(f"heads 应是 {N_LINES} 个字的字符串（每句句首一个字，不含标点），收到 {heads!r}")
+
+
+def check_heads_list(heads: list[str], tok: CharTokenizer) -> None:
+    if not isinstance(tok, CharTokenizer):
+        raise ValueError(f"tok 应为 CharTokenizer（code/tokenizer.py），收到 {type(tok).__name__}")
+    if not isinstance(heads, list) or not heads:
+        raise ValueError(f"heads 应是非空的列表，每项是 {N_LINES} 个字，收到 {heads!r}")
+    for h in heads:
+        check_heads(h)
+        missing = [c for c in h if c not in tok.char_to_id]
+        if missing:
+            raise ValueError(f"藏头「{h}」里的 {'、'.join(missing)} 不在词表里：会拆成几个字节词元，"
+                             "句首写没写对就不好判断了，请换成词表里的字（语料是繁体字）")
+
+
+def check_poems(poems: list[str]) -> None:
+    if isinstance(poems, str) or not isinstance(poems, list) or not all(isinstance(p, str) for p in poems):
+        raise ValueError("poems 应是诗的列表（每项一首、不含换行），例如 load_poems() 或 split_poems 的结果按行切开")
+    if any("\n" in p for p in poems):
+        raise ValueError("poems 的每一项应是一首诗、不含换行：整段文本请先 splitlines()")
+
+
+def check_sft_loss_args(logits: Tensor, labels: Tensor) -> None:
+    check_tensor("logits", logits)
+    check_tensor("labels", labels)
+    if not logits.is_floating_point() or logits.dim() != 3:
+        raise shape_error("logits", "(B, T, V) 的浮点张量", logits.shape)
+    if tuple(labels.shape) != tuple(logits.shape[:2]):
+        raise shape_error("labels", f"(B, T) = {fmt(logits.shape[:2])}，与 logits 的前两维相同", labels.shape)
+    if labels.is_floating_point() or labels.dtype == torch.bool:
+        raise ValueError(f"labels 应为整数张量（词元编号，不算损失的位置为 {IGNORE}），收到 dtype={labels.dtype}")
+    keep = labels != IGNORE
+    if not keep.any():
+        raise ValueError(f"labels 全是 IGNORE（{IGNORE}）：没有一个位置算损失，平均值没有定义")
+    if (labels[keep] < 0).any() or (labels[keep] >= logits.size(-1)).any():
+        raise ValueError(f"labels 里的编号应在 0 到 V - 1 = {logits.size(-1) - 1} 之间（或等于 IGNORE = {IGNORE}）")
+
+
+if __name__ == "__main__":
+    from gpt_from_scratch import MIN_COUNT, load_poems, split_poems
+
+    train_text, held_out_text = split_poems(load_poems())
+    tok = CharTokenizer.train(train_text, min_count=MIN_COUNT)
+    poem = held_out_text.splitlines()[0]
+    print(f"验证集的第一首：{poem}，句首「{line_heads(poem)}」")
+    data = build_sft_data([poem], tok)
+    P = data.prompt_lengths[0]
+    print(f"提示 {acrostic_prompt(line_heads(poem))!r} 编成 {P} 个词元（「头」和「：」不在词表里，各拆成 3 个字节）")
+    print(f"inputs 形状 {tuple(data.inputs.shape)}，有标签的位置 {(data.labels != IGNORE).sum().item()} 个"
+          f"（回答：24 个字符加结尾的换行）")
+    print("第一首自己写回自己，四句句首都对：", acrostic_ok(line_heads(poem), poem))
