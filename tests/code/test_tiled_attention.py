@@ -1,0 +1,154 @@
+"""code/tiled_attention.py：分块注意力和在线 softmax，与 PyTorch 的 scaled_dot_product_attention 逐项对照。
+
+序列长、块长（整除与不整除序列长、比序列还长）、查询块长、因果与否、float64 与 float32 都试一遍；
+记录下来的 m、l 和手算的整行最大值、指数和对照；存储的计数和真正算出的最大分数块对照。
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from tiled_attention import TileTrace, attention_memory, online_softmax_steps, tiled_attention
+
+REPO = Path(__file__).resolve().parents[2]
+LENGTHS = (1, 7, 64, 100)
+TILES = (1, 3, 16, 33, 64)
+
+
+def qkv(T: int, dtype: torch.dtype, seed: int = 0, batch: tuple[int, ...] = (2, 3), d: int = 16):
+    gen = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(*batch, T, d, generator=gen, dtype=dtype) for _ in range(3))
+
+
+@pytest.mark.parametrize("T", LENGTHS)
+@pytest.mark.parametrize("tile", TILES)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("query_block", [None, "same"])
+def test_equals_sdpa_float64(T, tile, causal, query_block) -> None:
+    q, k, v = qkv(T, torch.float64, seed=T + tile)
+    out = tiled_attention(q, k, v, tile, causal=causal, query_block=tile if query_block == "same" else None)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert (out - ref).abs().max().item() < 1e-12
+
+
+@pytest.mark.parametrize("T", LENGTHS)
+@pytest.mark.parametrize("tile", TILES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_equals_sdpa_float32(T, tile, causal) -> None:
+    q, k, v = qkv(T, torch.float32, seed=T * tile)
+    out = tiled_attention(q, k, v, tile, causal=causal, query_block=tile)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert out.dtype == torch.float32
+    assert (out - ref).abs().max().item() < 1e-6
+
+
+def test_cross_attention_with_different_lengths_and_value_size() -> None:
+    gen = torch.Generator().manual_seed(5)
+    q = torch.randn(2, 9, 8, generator=gen, dtype=torch.float64)
+    k = torch.randn(2, 20, 8, generator=gen, dtype=torch.float64)
+    v = torch.randn(2, 20, 5, generator=gen, dtype=torch.float64)
+    out = tiled_attention(q, k, v, 6, query_block=4)
+    assert out.shape == (2, 9, 5)
+    assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v), atol=1e-12, rtol=0)
+
+
+def test_large_scores_do_not_overflow() -> None:
+    """分数上千时 exp 会溢出；减去运行最大值之后不会。"""
+    q, k, v = qkv(40, torch.float32, seed=7)
+    out = tiled_attention(q * 30, k * 30, v, 8, causal=True)
+    assert torch.isfinite(out).all()
+    assert (out - F.scaled_dot_product_attention(q * 30, k * 30, v, is_causal=True)).abs().max() < 1e-5
+
+
+def test_trace_ends_with_the_row_max_and_sum() -> None:
+    """最后一块之后，m 是整行分数的最大值，l 是 Σ exp(s - m)：按定义另算一遍。"""
+    q, k, v = qkv(23, torch.float64, seed=1, batch=(2,))
+    trace = TileTrace()
+    tiled_attention(q, k, v, 5, trace=trace)
+    assert [b[2:] for b in trace.blocks] == [(0, 5), (5, 10), (10, 15), (15, 20), (20, 23)]
+    s = q @ k.transpose(-2, -1) / math.sqrt(16)
+    m = s.amax(dim=-1)
+    assert torch.allclose(trace.m[-1], m, atol=1e-12, rtol=0)
+    assert torch.allclose(trace.l[-1], torch.exp(s - m[..., None]).sum(dim=-1), atol=1e-12, rtol=0)
+    # m 不减；m 不变的那一步，l 不减
+    for (m0, l0), (m1, l1) in zip(zip(trace.m, trace.l, strict=True), zip(trace.m[1:], trace.l[1:], strict=True),
+                                  strict=False):
+        assert (m1 >= m0).all()
+        assert (l1[m1 == m0] >= l0[m1 == m0]).all()
+
+
+@pytest.mark.parametrize(("T", "tile"), [(100, 32), (100, 7), (64, 16), (50, 1)])
+def test_causal_skips_the_blocks_above_the_diagonal(T, tile) -> None:
+    """查询和键都每 tile 个一块：第 i 块查询只需要第 0..i 块键，n 块里算 n(n+1)/2 块。"""
+    q, k, v = qkv(T, torch.float64, batch=(1,))
+    trace = TileTrace()
+    tiled_attention(q, k, v, tile, causal=True, query_block=tile, trace=trace)
+    n = math.ceil(T / tile)
+    assert len(trace.blocks) == n * (n + 1) // 2
+    assert trace.skipped == n * n - n * (n + 1) // 2
+
+
+@pytest.mark.parametrize(("T", "tile", "query_block"), [(100, 32, None), (100, 32, 32), (64, 100, None), (9, 4, 2)])
+def test_memory_count_is_what_the_loop_holds(T, tile, query_block) -> None:
+    d = 8
+    q, k, v = qkv(T, torch.float64, batch=(1,), d=d)
+    trace = TileTrace()
+    tiled_attention(q, k, v, tile, query_block=query_block, trace=trace)
+    mem = attention_memory(T, d, tile, query_block)
+    assert trace.largest_scores == mem["tile_scores"]
+    br = T if query_block is None else query_block
+    assert mem["tiled"] == mem["tile_scores"] + 2 * br + br * d
+    assert mem["full"] == T * T
+
+
+def test_memory_numbers() -> None:
+    assert attention_memory(32768, 64, 64) == {"full": 2**30, "tiled": 32768 * 64 * 2 + 2 * 32768,
+                                               "tile_scores": 32768 * 64}
+    assert attention_memory(4096, 64, 64, 64)["tiled"] == 64 * 64 + 128 + 64 * 64
+
+
+def test_online_softmax_steps_by_hand() -> None:
+    """[1, 3, 0.5, 4, 2]，每块 2 个：m = 3, 4, 4；l 按换算公式手算。"""
+    s = torch.tensor([1.0, 3.0, 0.5, 4.0, 2.0], dtype=torch.float64)
+    steps = online_softmax_steps(s, 2)
+    assert [st["stop"] for st in steps] == [2, 4, 5]
+    assert [st["m"] for st in steps] == [3.0, 4.0, 4.0]
+    l1 = math.exp(-2) + 1
+    l2 = l1 * math.exp(-1) + math.exp(-3.5) + 1
+    l3 = l2 + math.exp(-2)
+    assert [st["l"] for st in steps] == pytest.approx([l1, l2, l3], abs=1e-12)
+    assert [st["alpha"] for st in steps] == pytest.approx([0.0, math.exp(-1), 1.0])
+    assert torch.allclose(steps[-1]["weights"], torch.softmax(s, -1), atol=1e-15, rtol=0)
+    assert steps[0]["weights"][2:].eq(0).all()
+
+
+@pytest.mark.parametrize(("call", "words"), [
+    (lambda: tiled_attention(*qkv(4, torch.float64), 0), "tile_size"),
+    (lambda: tiled_attention(*qkv(4, torch.float64), 2, query_block=0), "query_block"),
+    (lambda: tiled_attention(torch.randn(4), torch.randn(4), torch.randn(4), 2), "(..., T, d)"),
+    (lambda: tiled_attention(torch.randn(3, 8), torch.randn(5, 4), torch.randn(5, 4), 2), "k"),
+    (lambda: tiled_attention(torch.randn(3, 8), torch.randn(5, 8), torch.randn(4, 8), 2), "v"),
+    (lambda: tiled_attention(torch.randn(3, 8), torch.randn(5, 8), torch.randn(5, 8), 2, causal=True), "T_q"),
+    (lambda: tiled_attention(torch.randn(3, 8), torch.randn(3, 8).double(), torch.randn(3, 8), 2), "dtype"),
+    (lambda: tiled_attention(torch.ones(3, 8, dtype=torch.long), torch.randn(3, 8), torch.randn(3, 8), 2), "浮点"),
+    (lambda: tiled_attention(torch.randn(2, 3, 8), torch.randn(4, 3, 8), torch.randn(4, 3, 8), 2), "前面的维"),
+    (lambda: tiled_attention(*qkv(4, torch.float64), 2, causal=1), "causal"),
+    (lambda: attention_memory(0, 64, 64), "T"),
+    (lambda: online_softmax_steps(torch.randn(3, 4), 2), "scores"),
+])
+def test_bad_input_raises_a_readable_error(call, words) -> None:
+    with pytest.raises(ValueError) as info:
+        call()
+    assert words in str(info.value)
+
+
+def test_runs_on_its_own() -> None:
+    out = subprocess.run([sys.executable, str(REPO / "code" / "tiled_attention.py")], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert "scaled_dot_product_attention" in out and "最后的权重" in out
