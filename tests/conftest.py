@@ -29,6 +29,8 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+import llmsite  # noqa: F401  (pins the numeric kernels, llmsite/numerics.py, before any test imports torch)
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 DATA = ROOT / "data"

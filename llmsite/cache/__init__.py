@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from llmsite import numerics
+
 
 @dataclass(frozen=True)
 class Key:
@@ -25,6 +27,7 @@ class Key:
 
 
 def key(inputs: dict[str, str]) -> Key:
+    inputs = {**inputs, "numerics": numerics.fingerprint()}  # results computed under other kernels are not reused
     blob = json.dumps(inputs, sort_keys=True, ensure_ascii=False).encode()
     return Key(hashlib.sha256(blob).hexdigest()[:20], inputs)
 
