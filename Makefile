@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum
 NODE_STAMP := node_modules/.installed-$(shell cksum < package-lock.json | cut -d' ' -f1)
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup node-tools bench-tools pdf serve build check test lint figures labs new bench lock-py313 clean
+.PHONY: setup node-tools bench-tools pdf serve build check test test-long lint figures labs new bench lock-py313 clean
 
 setup: $(STAMP)
 
@@ -75,6 +75,12 @@ bench: setup bench-tools
 test: setup node-tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# 同一套测试，随机编辑序列跑得更久：3 个种子、每个 20 步（make test 是 1 个种子、每种编辑各 1 步）。
+# 改了增量预览（llmsite/serve、llmsite/mkdocs）时跑它；比 make test 多几分钟。
+test-long: setup node-tools
+	$(BIN)/ruff check .
+	LLM_INCREMENTAL_SEEDS=11,29,47 LLM_INCREMENTAL_STEPS=20 $(BIN)/python -m pytest
 
 # requirements-py313.txt：CI 中 Python 3.13 任务的锁定文件，由 pip-compile 在 Python 3.13 上从 requirements.in 生成，
 # 不要手工修改。torch 由 CI 先从 PyTorch 的 CPU 源单独安装，所以 torch 和只有 CUDA 版才依赖的包都不写入。

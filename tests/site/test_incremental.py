@@ -1,13 +1,13 @@
 """The incremental preview (``python -m llmsite serve``) writes what a clean build writes, after any edits.
 
 A scratch copy of the repository gets a stage of synthetic articles (``bench/synth.py``). Random edit sequences
-(seeded; ``LLM_INCREMENTAL_SEEDS=1,2,3`` runs other seeds) change article bodies, titles, tags and descriptions,
-make an article invalid (an unknown author: the preview goes on without it), change another page's body, a
-``code/`` section an article includes and the learning route, and add, delete and rename articles. After every
-step the incremental site is compared file by file (every page, the search index, the sitemap, the feed, figures
-and lab downloads) with a clean build of the same tree in a fresh process (``serve_reference.py``): they must be
-identical. Edits that the page-level path follows must not fall back to a full build, and a body edit must not
-re-write the whole site.
+(seeded; ``LLM_INCREMENTAL_SEEDS=1,2,3`` and ``LLM_INCREMENTAL_STEPS=20`` run other and longer sequences) change
+article bodies, titles, tags and descriptions, make an article invalid (an unknown author: the preview goes on
+without it), change another page's body, a ``code/`` section an article includes and the learning route, and add,
+delete and rename articles. After every step the incremental site is compared file by file (every page, the search
+index, the sitemap, the feed, figures and lab downloads) with a clean build of the same tree in a fresh process
+(``serve_reference.py``): they must be identical. Edits that the page-level path follows must not fall back to a
+full build, and a body edit must not re-write the whole site.
 
 The second test serves the copy with ``python -m llmsite serve`` over HTTP: a save is served, a content
 problem and a YAML error in mkdocs.yml show as a banner (checked in Chromium) and go away with the fix.
@@ -34,9 +34,13 @@ import yaml
 from bench import synth
 from tests.conftest import ROOT
 
-SEEDS = [int(s) for s in os.environ.get("LLM_INCREMENTAL_SEEDS", "11,29").split(",") if s.strip()]
+KINDS = ("body", "title", "tags", "description", "code", "about", "route", "add", "rename", "delete", "invalid")
+# `make test` runs one seed whose steps are every kind of edit once, in that seed's random order (11 steps).
+# `make test-long` (CONTRIBUTING.md) runs three seeds of 20 steps: every kind once, then random ones.
+# Each step costs a clean reference build in a fresh process, so this is the suite's dial between cost and reach.
+SEEDS = [int(s) for s in os.environ.get("LLM_INCREMENTAL_SEEDS", "11").split(",") if s.strip()]
+STEPS = max(len(KINDS), int(os.environ.get("LLM_INCREMENTAL_STEPS", len(KINDS))))
 SYNTHETIC = 6
-STEPS = 13  # every kind of edit once (in a random order), then random ones
 CODE = "code/positional_encoding.py"
 SECTION = "# --8<-- [start:sinusoidal]\n"  # included by docs/articles/transformer-attention.md
 PAGE_LEVEL = {"body", "title", "tags", "description", "code", "about", "invalid"}
@@ -70,8 +74,7 @@ class Plan:
         self.stage_title, self.slugs = stage["title"], list(stage["articles"])
         self.counter = 0
         self.current_tags: dict[str, list[str]] = {}
-        self.kinds = ["body", "title", "tags", "description", "code", "about", "route", "add", "rename", "delete",
-                      "invalid"]
+        self.kinds = list(KINDS)
         self.rng.shuffle(self.kinds)
 
     def _tags_on_disk(self, slug: str) -> list[str]:
@@ -146,6 +149,7 @@ def test_random_edits_match_a_clean_build(synthetic_repo: Path, tmp_path: Path, 
     shutil.copytree(synthetic_repo, root, symlinks=True)
     plan = Plan(root, seed)
     steps = [plan.step() for _ in range(STEPS)]
+    assert {s["what"] for s in steps} == set(KINDS), "every kind of edit runs at least once"
     (tmp_path / "steps.json").write_text(json.dumps(steps, ensure_ascii=False, indent=1), encoding="utf-8")
     results_path = tmp_path / "results.json"
     proc = subprocess.run([sys.executable, "tests/site/incremental_driver.py", str(tmp_path / "steps.json"),
