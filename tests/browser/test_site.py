@@ -198,7 +198,9 @@ RESULT_LINKS = ".md-search-result__item a"
      ("残差", "transformer-block"), ("层归一化", "transformer-block"), ("交叉熵", "gpt-from-scratch"),
      ("梯度裁剪", "gpt-from-scratch"), ("温度", "decoding"), ("缓存", "decoding"),
      # stage 2, by its key terms (issue #27)
-     ("BPE", "bpe-tokenizer"), ("分词", "bpe-tokenizer"), ("SwiGLU", "llama-block"), ("GQA", "llama-block")],
+     ("BPE", "bpe-tokenizer"), ("分词", "bpe-tokenizer"), ("SwiGLU", "llama-block"), ("GQA", "llama-block"),
+     ("LoRA", "lora-finetune"), ("藏头诗", "lora-finetune"), ("量化", "efficient-inference"),
+     ("在线 softmax", "efficient-inference")],
 )
 def test_search_finds_chinese_terms(page, site_server, query, slug):
     page.goto(site_server)
