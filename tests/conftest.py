@@ -394,6 +394,16 @@ def follow_instantly(page, link) -> None:
                            arg=before)
 
 
+def figure_stats(page, figure: str) -> dict[str, str]:
+    """The read-outs (``dt`` -> ``dd`` text) an explorable figure shows beside its chart; ``figure`` is a selector."""
+    return page.evaluate("""(fig) => {
+      const out = {};
+      for (const dt of document.querySelectorAll(fig + ' .llm-ix__stats dt'))
+        out[dt.textContent] = dt.nextElementSibling.textContent;
+      return out;
+    }""", figure)
+
+
 @pytest.fixture
 def page(browser, site_server: str, built_site: BuiltSite):
     """A fresh page (1280x900, zh-CN, light). Teardown fails on third-party requests or console errors."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import figure_stats
 from tests.figures import test_bpe_claims as bpe_claims
 
 pytestmark = pytest.mark.browser
@@ -16,12 +17,7 @@ FIG = "#fig-bpe-segmentation"
 
 
 def stats(page) -> dict[str, str]:
-    return page.evaluate(f"""() => {{
-      const out = {{}};
-      for (const dt of document.querySelectorAll('{FIG} .llm-ix__stats dt'))
-        out[dt.textContent] = dt.nextElementSibling.textContent;
-      return out;
-    }}""")
+    return figure_stats(page, FIG)
 
 
 def test_the_slider_walks_the_vocabulary_sizes(page, site_server):

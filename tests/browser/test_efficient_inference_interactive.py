@@ -13,6 +13,7 @@ import math
 import pytest
 import torch
 
+from tests.conftest import figure_stats
 from tests.figures import test_efficient_inference_claims as ei_claims
 
 pytestmark = pytest.mark.browser
@@ -20,12 +21,7 @@ FIG = "#fig-online-softmax-tiles"
 
 
 def stats(page) -> dict[str, str]:
-    return page.evaluate(f"""() => {{
-      const out = {{}};
-      for (const dt of document.querySelectorAll('{FIG} .llm-ix__stats dt'))
-        out[dt.textContent] = dt.nextElementSibling.textContent;
-      return out;
-    }}""")
+    return figure_stats(page, FIG)
 
 
 def row() -> torch.Tensor:

@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from tests.conftest import figure_stats
 from tests.figures import test_lora_claims as lora_claims
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("trained_artifacts")]
@@ -19,12 +20,7 @@ LABELS = {"base": "基座模型", "lora-1": "LoRA r=1", "lora-4": "LoRA r=4", "l
 
 
 def stats(page) -> dict[str, str]:
-    return page.evaluate(f"""() => {{
-      const out = {{}};
-      for (const dt of document.querySelectorAll('{FIG} .llm-ix__stats dt'))
-        out[dt.textContent] = dt.nextElementSibling.textContent;
-      return out;
-    }}""")
+    return figure_stats(page, FIG)
 
 
 def test_the_buttons_walk_the_head_sets_and_models(page, site_server):

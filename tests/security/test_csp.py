@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from llmsite import atomic
+from llmsite.content.catalog import load_route
 from llmsite.mkdocs import csp
-from tests.conftest import ROOT, BuiltSite, guard_timeouts
+from tests.conftest import BuiltSite, guard_timeouts
 
 CSP = re.compile(r'<meta http-equiv="Content-Security-Policy" content="(?P<policy>[^"]+)">')
 RECORD = """
@@ -24,8 +24,8 @@ document.addEventListener("securitypolicyviolation", e => {
 
 def _with_labs() -> list[str]:
     """The articles data/route.yml gives labs."""
-    route = yaml.safe_load((ROOT / "data" / "route.yml").read_text(encoding="utf-8"))
-    return [a["slug"] for stage in route["stages"] for a in stage["articles"] if isinstance(a, dict) and a.get("labs")]
+    route, _ = load_route()
+    return [entry.slug for entry in route.entries if entry.labs]
 
 
 def _pages(built_site: BuiltSite) -> list[str]:
