@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 
 import torch
-from kv_cache import generate
-from shapes import check_tensor, fmt, shape_error
+from kv_cache import KVCache, forward_with_cache, generate
+from shapes import check_int, check_tensor, fmt, shape_error
 from tiny_transformer import TinyTransformer
 from tokenizer import CharTokenizer
 from torch import Tensor
@@ -152,6 +152,64 @@ def write_acrostics(model: TinyTransformer, tok: CharTokenizer, heads: list[str]
 # --8<-- [end:success]
 
 
+@dataclass
+class ForcedPoem:
+    """write_forced_acrostic 的结果。tokens：生成的词元（不含提示）；text：解码后到第一个换行为止；
+    forced_steps[k]：第 k 句的句首是第几步写下的；forced_probs[k]：那一步模型自己给这个字的概率。"""
+
+    text: str
+    tokens: list[int]
+    forced_steps: list[int]
+    forced_probs: list[float]
+
+
+# --8<-- [start:forced]
+@torch.no_grad()
+def write_forced_acrostic(model: TinyTransformer, tok: CharTokenizer, heads: str,
+                          max_new_tokens: int = POEM_TOKENS, prompt_heads: str | None = None) -> ForcedPoem:
+    """受约束的贪心解码：每句开头（提示之后、每个「，」「。」之后，直到第四句）不看模型选什么，直接写下藏头的字；
+    其余每一步取概率最高的词元。藏头是解码时硬塞进去的，不是模型学会的本领。
+
+    prompt_heads：提示里写的藏头，默认就是 heads（测试用它把强制的字和提示分开）。带 KV 缓存（code/kv_cache.py）。
+    """
+    check_forced_args(model, tok, heads, max_new_tokens, prompt_heads)
+    model.eval()
+    prompt = torch.tensor([tok.encode(acrostic_prompt(heads if prompt_heads is None else prompt_heads))])
+    head_ids = [tok.char_to_id[c] for c in heads]
+    ends = {tok.char_to_id[c] for c in "，。"}
+    cache = KVCache.for_model(model, 1)
+    logits = forward_with_cache(model, prompt, cache)[0, -1]  # 预填充：整段提示
+    tokens: list[int] = []
+    steps: list[int] = []
+    probs: list[float] = []
+    line_start = True  # 第一步就是第一句的开头
+    for step in range(max_new_tokens):
+        if line_start and len(steps) < N_LINES:  # 句首：强制写藏头的第 k 个字，记下模型自己给它的概率
+            token = head_ids[len(steps)]
+            steps.append(step)
+            probs.append(logits.softmax(-1)[token].item())
+        else:
+            token = int(logits.argmax())  # 其余：普通的贪心
+        tokens.append(token)
+        line_start = token in ends
+        if step < max_new_tokens - 1:  # 最后一个词元不用再送进模型
+            logits = forward_with_cache(model, torch.tensor([[token]]), cache)[0, -1]
+    return ForcedPoem(tok.decode(tokens).split("\n")[0], tokens, steps, probs)
+# --8<-- [end:forced]
+
+
+def playground_task(example: str = "春夏秋冬") -> dict:
+    """浏览器里的藏头诗演示要知道的事（llmsite/playground/export.py 检查后写进说明文件）：
+    提示的模板（从 acrostic_prompt 造出来，不另抄一份）、几个字、写几个词元、句末标点、每句几个字、示例。"""
+    check_heads(example)
+    prompt = acrostic_prompt(example)
+    if prompt.count(example) != 1:
+        raise ValueError(f"example「{example}」在提示 {prompt!r} 里出现了不止一次，拼不出模板")
+    return {"kind": "acrostic", "template": prompt.replace(example, "{heads}"), "heads": N_LINES,
+            "tokens": POEM_TOKENS, "line_ends": "，。", "line_chars": 5,  # 五言：和 FORM 一致
+            "example": example}
+
+
 # ---------- 参数检查：不在文章里展示，输入不对时给出看得懂的错误 ----------
 
 
@@ -171,6 +229,24 @@ def check_heads_list(heads: list[str], tok: CharTokenizer) -> None:
         if missing:
             raise ValueError(f"藏头「{h}」里的 {'、'.join(missing)} 不在词表里：会拆成几个字节词元，"
                              "句首写没写对就不好判断了，请换成词表里的字（语料是繁体字）")
+
+
+def check_forced_args(model: TinyTransformer, tok: CharTokenizer, heads: str, max_new_tokens: int,
+                      prompt_heads: str | None) -> None:
+    if not isinstance(model, TinyTransformer):
+        raise ValueError(f"model 应为 TinyTransformer（例如合并了 LoRA 的微调模型），收到 {type(model).__name__}")
+    check_heads_list([heads], tok)
+    if prompt_heads is not None:
+        check_heads_list([prompt_heads], tok)
+    for c in "，。":
+        if c not in tok.char_to_id:
+            raise ValueError(f"句末标点「{c}」不在词表里：这个分词器不是唐诗语料上建的")
+    check_int("max_new_tokens", max_new_tokens, minimum=1)
+    P = len(tok.encode(acrostic_prompt(heads if prompt_heads is None else prompt_heads)))
+    if P + max_new_tokens - 1 > model.cfg.max_len:
+        raise ValueError(f"提示 {P} 个词元再写 {max_new_tokens} 个，超过了模型的上下文 max_len = {model.cfg.max_len}")
+    if model.cfg.vocab_size != tok.vocab_size:
+        raise ValueError(f"模型的词表大小 {model.cfg.vocab_size} 和分词器的 {tok.vocab_size} 不符：不是配套的一对")
 
 
 def check_poems(poems: list[str]) -> None:
