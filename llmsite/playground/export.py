@@ -11,7 +11,17 @@ The header (``FORMAT``)::
     {"format": FORMAT, "name": ..., "params": n, "config": {...}, "dtype": "float16", "layer_norm_eps": 1e-05,
      "activation": "gelu", "tensors": [{"name", "shape", "offset"}],      # offset and size in elements
      "vocab": {"bytes": 256, "chars": [...]},                              # ids 0..255 bytes, then the chars
-     "weights": {"file": "<name>.<digest12>.bin", "bytes": n, "sha256": hex}}
+     "weights": {"file": "<name>.<digest12>.bin", "bytes": n, "sha256": hex},
+     "task": {...}}                                                        # optional, see below
+
+``task`` is present only when the saved file carries one (``check_task`` validates it strictly; a bad one raises
+ExportError naming the artifact). The one kind so far, ``acrostic`` (``code/acrostic.py: playground_task``)::
+
+    {"kind": "acrostic", "template": "藏头：{heads}\n", "heads": 4, "tokens": 25, "line_ends": "，。",
+     "line_chars": 5, "example": "春夏秋冬"}
+
+The browser then asks for ``heads`` characters instead of a free prompt and writes ``template`` with them filled in.
+An older ``playground.js`` ignores the field, so the format stays ``llm-playground/1``.
 
 Planning (``plan``) only hashes; ``export`` imports torch and runs in ``python -m llmsite.playground``.
 """
@@ -110,7 +120,8 @@ def expected_tensors(config: dict[str, Any]) -> list[str]:
 
 
 def encode(name: str, saved: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-    """(header, weights) for the contents of a ``save_poem_gpt``-style file: config, state_dict, chars."""
+    """(header, weights) for the contents of a ``save_poem_gpt``-style file: config, state_dict, chars (and an
+    optional task, ``check_task``)."""
     import torch
 
     missing = [k for k in ("config", "state_dict", "chars") if k not in saved]
@@ -129,6 +140,7 @@ def encode(name: str, saved: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     if N_BYTES + len(chars) != int(config["vocab_size"]):
         raise ExportError(f"产物 {name} 的词表有 {N_BYTES} + {len(chars)} 项，"
                           f"与 vocab_size = {config['vocab_size']} 不符")
+    task = check_task(name, saved["task"], config, chars) if saved.get("task") is not None else None
     tensors, blobs, offset = [], [], 0
     for tensor_name in expected:  # a fixed order, the one the browser reads
         t = state[tensor_name].detach().to(torch.float32)
@@ -154,7 +166,70 @@ def encode(name: str, saved: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         "vocab": {"bytes": N_BYTES, "chars": chars},
         "weights": {"file": f"{name}.{digest[:12]}.bin", "bytes": len(weights), "sha256": digest},
     }
+    if task is not None:
+        header["task"] = task
     return header, weights
+
+
+TASK_KEYS = {"acrostic": ("kind", "template", "heads", "tokens", "line_ends", "line_chars", "example")}
+PLACEHOLDER = "{heads}"
+MAX_TASK_TEXT = 64  # characters: a template and an example are a line, not a page
+
+
+def _plain(text: str, allow_newline: bool = False) -> str | None:
+    """Why ``text`` is not a short plain-text string for the page (None if it is). The browser writes it with
+    textContent, never as HTML; this keeps markup, controls and invisible characters out of the header anyway."""
+    from llmsite.content.plaintext import problems
+
+    if not text or len(text) > MAX_TASK_TEXT:
+        return f"应是 1 到 {MAX_TASK_TEXT} 个字符"
+    controls = [c for c in text if (c < " " or c == "\x7f") and not (allow_newline and c == "\n")]
+    if controls:
+        return f"含有控制字符 {controls[0]!r}"
+    found = problems(text.replace("\n", " ") if allow_newline else text, "title")
+    return found[0][0] if found else None
+
+
+def check_task(name: str, task: Any, config: dict[str, Any], chars: list[str]) -> dict[str, Any]:
+    """The task record of artifact ``name``, checked field by field against the model it comes with."""
+    def bad(message: str) -> ExportError:
+        return ExportError(f"产物 {name} 的 task 不对：{message}")
+
+    if not isinstance(task, dict):
+        raise bad(f"应是字典，收到 {type(task).__name__}")
+    kind = task.get("kind")
+    if kind not in TASK_KEYS:
+        raise bad(f"kind 应是 {'、'.join(TASK_KEYS)} 之一，收到 {kind!r}（浏览器只认识这些）")
+    keys = TASK_KEYS[kind]
+    if sorted(task) != sorted(keys):
+        extra, absent = sorted(set(task) - set(keys)), sorted(set(keys) - set(task))
+        raise bad(f"字段应恰好是 {'、'.join(keys)}：多了 {extra}，缺了 {absent}")
+    for key in ("template", "line_ends", "example"):
+        if not isinstance(task[key], str):
+            raise bad(f"{key} 应是字符串，收到 {type(task[key]).__name__}")
+        why = _plain(task[key], allow_newline=key == "template")
+        if why:
+            raise bad(f"{key} {why}")
+    for key, low, high in (("heads", 1, 9), ("tokens", 1, int(config["max_len"])), ("line_chars", 1, 9)):
+        value = task[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise bad(f"{key} 应是 {low} 到 {high} 之间的整数，收到 {value!r}")
+    template, ends, example = task["template"], task["line_ends"], task["example"]
+    if template.count(PLACEHOLDER) != 1:
+        raise bad(f"template 里应恰好有一个 {PLACEHOLDER}（藏头填在那里），收到 {template!r}")
+    if "{" in template.replace(PLACEHOLDER, "") or "}" in template.replace(PLACEHOLDER, ""):
+        raise bad(f"template 里除了 {PLACEHOLDER} 不能再有花括号：{template!r}")
+    known = set(chars)
+    if any(c not in known or c == "\n" for c in ends) or len(set(ends)) != len(ends):
+        raise bad(f"line_ends 应是词表里互不相同的标点，收到 {ends!r}")
+    if len(example) != task["heads"]:
+        raise bad(f"example 应是 {task['heads']} 个字，收到 {example!r}")
+    if any(c not in known or c in ends or c == "\n" for c in example):
+        raise bad(f"example 的每个字都应在词表里、不是标点，收到 {example!r}")
+    prompt_tokens = sum(1 if c in known else len(c.encode("utf-8")) for c in template.replace(PLACEHOLDER, example))
+    if prompt_tokens + task["tokens"] - 1 > int(config["max_len"]):
+        raise bad(f"提示 {prompt_tokens} 个词元再写 {task['tokens']} 个，超过了上下文 max_len = {config['max_len']}")
+    return {key: task[key] for key in keys}
 
 
 def read_tensors(header: dict[str, Any], weights: bytes) -> dict[str, Any]:
