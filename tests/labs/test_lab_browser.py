@@ -52,7 +52,7 @@ SHOW_IMAGES = """async () => {
 
 
 def _switch_to_slate(page) -> None:
-    page.locator("form[data-md-component=palette] label:visible").click()
+    page.locator("form[data-llm-palette] label:visible").click()
     page.wait_for_function("() => document.body.getAttribute('data-md-color-scheme') === 'slate'")
 
 

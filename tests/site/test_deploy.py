@@ -187,7 +187,7 @@ def test_comment_widget_follows_the_palette(commented_site: Path, browser) -> No
         scheme = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
         first = box.get_attribute("data-theme")
         assert first == ("dark" if scheme == "slate" else "light")
-        page.locator("form[data-md-component=palette] label:visible").first.click()
+        page.locator("form[data-llm-palette] label:visible").first.click()
         page.wait_for_function(
             "t => document.querySelector('[data-llm-giscus]').getAttribute('data-theme') !== t", arg=first
         )
