@@ -9,6 +9,9 @@
 //    权重是构建时导出的 float16（llmsite/playground/export.py），读进来变成 float32；计算用 JavaScript 的双精度。
 // 2. 页面：提示框、按钮、控件、概率图、注意力热力图（借用 figures.js 的 llmFigures.heatmap）。
 //    词表里的字是数据：一律用 textContent 写进页面，从不拼 HTML。
+// 3. 藏头诗：说明文件带 task（kind 为 acrostic，见 llmsite/playground/export.py）时，提示框换成「藏头」，
+//    按模板拼出提示；可以强制每句的句首（受约束的解码，同 code/acrostic.py 的 write_forced_acrostic），
+//    写完后逐句判断句首对没对上、格式是不是五言四句（同 acrostic.py 的 head_hits、well_formed）。
 // tests/browser/test_playground.py 在 Chromium 里用 window.llmPlayground 把这里的每一步和 PyTorch 对照。
 (function () {
   "use strict";
@@ -333,6 +336,17 @@
     return last;
   }
 
+  // 受约束的一步：不管模型的打分，写下 forced；own 是模型自己（惩罚、温度之前）给它的概率
+  function force(logits, previous, s, forced) {
+    var dist = distribution(logits, previous, s);
+    dist.after = new Float64Array(logits.length);
+    dist.after[forced] = 1;
+    dist.chosen = forced;
+    dist.forced = true;
+    dist.own = softmaxInPlace(Float64Array.from(logits), logits.length)[forced];
+    return dist;
+  }
+
   function choose(logits, previous, s, rng) {
     var dist = distribution(logits, previous, s);
     dist.chosen = s.greedy ? argmax(dist.scores) : draw(dist.after, rng);
@@ -408,6 +422,64 @@
     return promise;
   }
 
+  // ------------------------------------------------------------------ 藏头诗（同 code/acrostic.py）
+  // 说明文件里的任务；没有、或不认识的 kind，就是普通的续写演示
+  function acrosticTask(header) {
+    var t = header.task;
+    return t && t.kind === "acrostic" ? t : null;
+  }
+
+  // 按句末标点切开，去掉空段，每段的第一个字（按码位）：前 n 句的句首（line_heads / written_heads）
+  function writtenHeads(poem, ends, n) {
+    var out = [], line = [];
+    Array.from(poem.split("\n")[0]).concat([ends[0]]).forEach(function (ch) {
+      if (ends.indexOf(ch) < 0) { line.push(ch); return; }
+      if (line.length) out.push(line[0]);
+      line = [];
+    });
+    return out.slice(0, n);
+  }
+
+  // 格式对不对（well_formed）：到第一个换行为止，恰好 n 句、每句 k 个汉字（U+4E00–U+9FFF），句末依次是「，。，。」
+  function wellFormed(poem, task) {
+    var cps = Array.from(poem.split("\n")[0]), pos = 0, ends = Array.from(task.line_ends);
+    for (var line = 0; line < task.heads; line++) {
+      for (var j = 0; j < task.line_chars; j++, pos++) {
+        var cp = pos < cps.length ? cps[pos].codePointAt(0) : 0;
+        if (cp < 0x4e00 || cp > 0x9fff) return false;
+      }
+      if (cps[pos++] !== ends[line % ends.length]) return false;
+    }
+    return pos === cps.length;
+  }
+
+  // 检查读者输入的藏头：恰好 n 个字（按码位），每个字在词表里、不是标点或空白。返回 {ids} 或 {error}
+  var NOT_A_HEAD = /[\p{P}\p{S}\p{Z}\p{C}]/u;
+  function checkHeads(model, task, raw) {
+    var chars = Array.from(raw), n = task.heads;
+    if (!chars.length) return { error: "请输入 " + n + " 个字作藏头（现在是空的）。" };
+    if (chars.length !== n) return { error: "藏头要恰好 " + n + " 个字，现在是 " + chars.length + " 个。" };
+    var shown = function (ch) {
+      return NOT_A_HEAD.test(ch) && !/\p{P}/u.test(ch) ? "U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")
+        : "「" + ch + "」";
+    };
+    var marks = chars.filter(function (ch) { return NOT_A_HEAD.test(ch) || task.line_ends.indexOf(ch) >= 0; });
+    if (marks.length) return { error: marks.map(shown).join("") + " 是标点、符号或空白：藏头的每一个都要是字。" };
+    var unknown = chars.filter(function (ch) { return !model.ids.has(ch); });
+    if (unknown.length) {
+      return { error: unknown.map(shown).join("") + " 不在模型的词表里，模型写不出来。词表来自繁体的唐诗语料：试试繁体字（例如「" +
+        task.example + "」）。" };
+    }
+    return { ids: chars.map(function (ch) { return model.ids.get(ch); }) };
+  }
+
+  function formName(task) {  // 每句 5 个字、4 句：「五言四句」
+    var digits = "〇一二三四五六七八九";
+    return digits[task.line_chars] + "言" + digits[task.heads] + "句";
+  }
+
+  function probText(p) { return p >= 0.001 ? p.toFixed(3) : p.toExponential(1); }
+
   // ------------------------------------------------------------------ 页面
   var counter = 0;
   var reduceMotion = window.matchMedia ? window.matchMedia("(prefers-reduced-motion: reduce)") : { matches: false };
@@ -442,7 +514,7 @@
       var focused = start && start.contains(document.activeElement);
       if (start) start.remove();
       build(box, loaded);
-      if (focused) box.querySelector("textarea").focus();  // 按钮没了：焦点交给提示框，键盘用户接着输入
+      if (focused) box.querySelector("[id$=-prompt]").focus();  // 按钮没了：焦点交给提示框，键盘用户接着输入
     }, function (error) {
       box.removeAttribute("aria-busy");
       box.setAttribute("data-llm-pg-error", error.kind || "load");
@@ -461,9 +533,29 @@
 
     var form = el("form", { "class": "llm-pg__form", "aria-label": "模型演示的设置" }, root);
     form.addEventListener("submit", function (event) { event.preventDefault(); });
-    var prompt = el("textarea", { id: id + "-prompt", rows: "2", spellcheck: "false" });
-    prompt.value = "床前";
-    field(form, id + "-prompt", "提示（一首诗的开头；空着就从换行写起）", prompt);
+    var task = acrosticTask(model.header), prompt, headsError = null, forcedBox = null, endIds = null;
+    if (task) {
+      prompt = el("input", { type: "text", id: id + "-prompt", "class": "llm-pg__heads", autocomplete: "off",
+        spellcheck: "false", lang: "zh" });
+      prompt.value = task.example;
+      var headsField = field(form, id + "-prompt", "藏头（" + task.heads + " 个字）", prompt, "每句的第一个字，连起来是这 " +
+        task.heads + " 个字；按 Enter 或「生成」。");
+      headsError = el("p", { "class": "llm-pg__error", id: id + "-prompt-error", role: "alert" }, headsField);
+      prompt.setAttribute("aria-describedby", id + "-prompt-hint " + id + "-prompt-error");
+      prompt.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" && !event.isComposing) { event.preventDefault(); genButton.click(); }
+      });
+      forcedBox = el("input", { type: "checkbox", id: id + "-forced", "aria-describedby": id + "-forced-hint" });
+      field(form, id + "-forced", "强制句首（受约束的解码）", forcedBox).classList.add("llm-pg__check");
+      el("p", { "class": "llm-pg__hint", id: id + "-forced-hint" }, form, "勾选后，每句开头（提示之后、每个「" +
+        Array.from(task.line_ends).join("」「") + "」之后，直到第 " + task.heads + " 句）不管模型想写什么，直接写下藏头的字：" +
+        "句首是解码时强加的，不是模型学会的。");
+      endIds = Array.from(task.line_ends).map(function (ch) { return model.ids.get(ch); });
+    } else {
+      prompt = el("textarea", { id: id + "-prompt", rows: "2", spellcheck: "false" });
+      prompt.value = "床前";
+      field(form, id + "-prompt", "提示（一首诗的开头；空着就从换行写起）", prompt);
+    }
 
     var buttons = el("div", { "class": "llm-pg__buttons" }, form);
     var genButton = el("button", { type: "button", "class": "llm-pg__btn llm-pg__btn--primary" }, buttons, "生成");
@@ -494,10 +586,12 @@
     var topP = range("topp", "top-p", 0.05, 1, 0.05, 1, "1 表示不截断");
     var penalty = range("penalty", "重复惩罚", 1, 2, 0.05, 1, "1 表示不惩罚");
     var seed = number("seed", "种子", 0, 4294967295, 1);
-    var count = number("count", "一次写几个词元", 1, T, 24);
+    var count = number("count", "一次写几个词元", 1, T, task ? task.tokens : 24);
+    if (task) greedyBox.checked = true;  // 文章按贪心解码评估藏头诗
 
     var note = el("p", { "class": "llm-pg__note", id: id + "-note" }, root);
     var text = el("p", { "class": "llm-pg__text", id: id + "-text" }, root);
+    var verdict = task ? el("div", { "class": "llm-pg__verdict" }, root) : null;
     var speed = el("p", { "class": "llm-pg__speed" }, root, "速度：还没有生成");
     var live = el("div", { "class": "llm-pg__sr", role: "status", "aria-live": "polite" }, root);
 
@@ -537,10 +631,34 @@
     }
     greedyBox.addEventListener("change", syncGreedy);
 
-    // 提示 → 编号。空提示从换行写起；太长就从前面整字整字地去掉，只留最后 T 个词元以内
+    function clearOutput() {
+      text.textContent = "";
+      tbody.textContent = "";
+      note.textContent = "";
+      chartNote.textContent = "按「生成」或「单步」之后，这里显示每一步的候选。";
+      speed.textContent = "速度：还没有生成";
+      if (verdict) verdict.textContent = "";
+      drawAttention();
+    }
+
+    // 提示 → 编号。空提示从换行写起；太长就从前面整字整字地去掉，只留最后 T 个词元以内。
+    // 藏头诗：先检查藏头，不对就显示原因、不生成（返回 false）；对了就把它填进模板
     function startSession() {
-      var raw = prompt.value, notes = [];
-      if (!raw.length) { raw = "\n"; notes.push("提示是空的：从换行（一首诗的开头）写起。"); }
+      var raw = prompt.value, notes = [], heads = null;
+      if (task) {
+        var checked = checkHeads(model, task, raw);
+        headsError.textContent = checked.error || "";
+        if (checked.error) {
+          prompt.setAttribute("aria-invalid", "true");
+          session = null;
+          clearOutput();
+          live.textContent = "";  // 原因由输入框下的提示（role=alert）播报
+          return false;
+        }
+        prompt.removeAttribute("aria-invalid");
+        heads = checked.ids;
+        raw = task.template.split("{heads}").join(raw);
+      } else if (!raw.length) { raw = "\n"; notes.push("提示是空的：从换行（一首诗的开头）写起。"); }
       var ids = model.encode(raw), chars = Array.from(raw), cut = 0;
       while (ids.length > T) { chars.shift(); cut++; ids = model.encode(chars.join("")); }
       if (cut) {
@@ -551,14 +669,22 @@
       var cache = model.newCache(), t0 = performance.now(), logits = null;
       ids.forEach(function (tok) { logits = model.step(cache, tok); });
       session = { raw: prompt.value, prompt: ids.length, tokens: ids.slice(), cache: cache, logits: logits,
-        rng: random(settings().seed), prefillMs: performance.now() - t0, computeMs: 0, made: 0, last: null };
+        rng: random(settings().seed), prefillMs: performance.now() - t0, computeMs: 0, made: 0, last: null,
+        heads: heads, lines: 0, lineStart: true };  // 藏头诗：已经开了几句头、下一步是不是句首
+      return true;
     }
 
     function full() { return session.tokens.length > T || (session.cache.length >= T && session.logits === null); }
 
     // 写一个词元：从当前的 logits 选出来，再送进模型算下一步的 logits（写满了就不再送）
+    // 藏头诗：句首（第一步、每个句末标点之后，直到第 n 句）勾了「强制句首」就写藏头的字（同 write_forced_acrostic）
     function one() {
-      var t0 = performance.now(), dist = choose(session.logits, session.tokens, settings(), session.rng);
+      var t0 = performance.now(), s = settings(), k = session.lines, dist;
+      var atHead = session.heads !== null && session.lineStart && k < task.heads;
+      if (atHead) session.lines++;
+      dist = atHead && forcedBox.checked ? force(session.logits, session.tokens, s, session.heads[k])
+        : choose(session.logits, session.tokens, s, session.rng);
+      if (session.heads) session.lineStart = endIds.indexOf(dist.chosen) >= 0;
       session.tokens.push(dist.chosen);
       session.logits = session.cache.length < T ? model.step(session.cache, dist.chosen) : null;
       session.computeMs += performance.now() - t0;
@@ -598,10 +724,10 @@
       var top = 0;  // 条的长度按表里最大的概率缩放：小的概率也看得出差别
       rows.forEach(function (tok) { top = Math.max(top, dist.before[tok], dist.after[tok]); });
       rows.forEach(function (tok) {
-        var tr = el("tr", { "class": tok === dist.chosen ? "is-chosen" : "" }, tbody);
+        var tr = el("tr", { "class": tok === dist.chosen ? "is-chosen" + (dist.forced ? " is-forced" : "") : "" }, tbody);
         var name = el("th", { scope: "row" }, tr);
         el("span", { "class": "llm-pg__tok" }, name, model.tokenText(tok));
-        if (tok === dist.chosen) el("span", { "class": "llm-pg__mark" }, name, "◀ 抽中");
+        if (tok === dist.chosen) el("span", { "class": "llm-pg__mark" }, name, dist.forced ? "◀ 强制" : "◀ 抽中");
         [dist.before[tok], dist.after[tok]].forEach(function (p, k) {
           var td = el("td", {}, tr);
           var bar = el("span", { "class": "llm-pg__bar" + (k ? " llm-pg__bar--after" : "") }, td);
@@ -611,10 +737,34 @@
       });
       var kept = 0;
       for (var i = 0; i < dist.after.length; i++) if (dist.after[i] > 0) kept++;
-      chartNote.textContent = settings().greedy
+      chartNote.textContent = dist.forced
+        ? "这一步是句首：强制写下「" + model.tokenText(dist.chosen) + "」，不是模型选的；模型自己给它的概率是 " +
+          probText(dist.own) + "。"
+        : settings().greedy
         ? "贪心：直接取分数最高的词元。"
         : "截断后留下 " + kept + " 个词元，按截断后的概率抽签。";
       chartNote.textContent += "条的长度按表中最大的概率（" + top.toFixed(3) + "）缩放。";
+    }
+
+    // 藏头诗的判定：逐句比较句首（head_hits），再看格式（well_formed）。返回一句总结，也用于读屏的播报
+    function drawVerdict() {
+      if (!verdict) return "";
+      verdict.textContent = "";
+      if (!session || !session.made) return "";
+      var poem = model.decode(session.tokens.slice(session.prompt)).split("\n")[0];
+      var wanted = Array.from(session.raw), got = writtenHeads(poem, task.line_ends, task.heads), hits = 0;
+      var list = el("ul", { "class": "llm-pg__lines", "aria-label": "逐句的句首" }, verdict);
+      wanted.forEach(function (ch, i) {
+        var ok = got[i] === ch;
+        if (ok) hits++;
+        el("li", { "class": ok ? "is-hit" : "is-miss" }, list, ch + (ok ? " ✓" : " ✗") + "（第 " + (i + 1) + " 句" +
+          (got[i] === undefined ? "没写到）" : "写的是「" + got[i] + "」）"));
+      });
+      var form = wellFormed(poem, task);
+      var summary = task.heads + " 句中对上了 " + hits + " 句；格式" + (form ? "是" : "不是") + formName(task) + "。";
+      el("p", { "class": "llm-pg__summary" }, verdict, summary + (session.lines && forcedBox.checked
+        ? "（句首是强制写下的：看看强制之后，后面的字接得顺不顺。）" : ""));
+      return summary;
     }
 
     var WINDOW = 32;  // 热力图最多画最后 32 个位置
@@ -652,6 +802,7 @@
       drawText();
       drawChart();
       drawSpeed();
+      drawVerdict();
       if (withAttention) drawAttention();
     }
 
@@ -666,7 +817,7 @@
     function finish(message) {
       setRunning(false);
       drawAll(true);
-      live.textContent = message;
+      live.textContent = message + (task ? "。" + drawVerdict() : "");
       if (document.activeElement === stopButton || document.activeElement === document.body) genButton.focus();
     }
 
@@ -677,7 +828,7 @@
 
     genButton.addEventListener("click", function () {
       if (running) return;
-      startSession();
+      if (!startSession()) return;
       var target = Math.max(1, Math.min(T, Math.round(+count.value) || 24));
       stopRequested = false;
       setRunning(true);
@@ -700,7 +851,7 @@
 
     stepButton.addEventListener("click", function () {
       if (running) return;
-      if (!session || session.raw !== prompt.value) startSession();
+      if ((!session || session.raw !== prompt.value) && !startSession()) return;
       if (full()) { limitNote(); live.textContent = "已经写满了上下文，不能再往下写"; return; }
       var dist = one();
       drawAll(true);
