@@ -393,6 +393,19 @@ def fact_settings() -> bool:
             and lora_train.LORA_ALPHA == ALPHA and tuple(lora_train.METHODS.values()) == (None, 1, 4, 8))
 
 
+def fact_playground_model() -> bool:
+    """The browser's model (artifact acrostic-gpt) is LoRA r=4, merged: its weights are the hand merge above, and r=4
+    is a LoRA whose format the table reports as learned."""
+    import os
+
+    saved = torch.load(os.environ["LLM_ARTIFACT_ACROSTIC_GPT"], weights_only=True)
+    mine = model_of("lora-4").state_dict()
+    if lora_train.PLAYGROUND_METHOD != "lora-4" or sorted(saved["state_dict"]) != sorted(mine):
+        return False
+    close = all((saved["state_dict"][k] - v).abs().max() <= 1e-6 for k, v in mine.items())
+    return close and well_formed("lora-4") > 0.8
+
+
 def percent_of_full(name: str) -> float:
     return 100 * counts()[name] / counts()["full"]
 
@@ -480,6 +493,8 @@ CLAIMS: list[Claim] = [
                  lambda: max(held_loss(n) for n in ORDER[1:]), lambda: percent_of_full("lora-1"),
                  lambda: 100 * drop_share("lora-1"))),
     Claim("summary acrostic", "article", r"藏头却一首也没成功", holds(lambda: all(success(n) == 0 for n in ORDER))),
+    Claim("playground model", "article", r"下面就是 LoRA r=4 微调出的模型.*它是学会了格式的那个 LoRA",
+          holds(fact_playground_model)),
     # captions
     Claim("params caption", "lora-params", r"LoRA 的参数与秩成正比，每层每个秩 (\d+) 个",
           approx(lambda: counts()["per_rank"] // LAYERS, exact=True)),
