@@ -167,7 +167,8 @@ def compare_finetuning(s: SFTSettings | None = None) -> dict[str, Any]:
 BUILD_ARTIFACTS = {"lora-finetune": ("compare_finetuning", "save_finetuning"),
                    "acrostic-gpt": ("acrostic_gpt", "save_acrostic_gpt")}
 FINETUNE_ENV = "LLM_ARTIFACT_LORA_FINETUNE"
-# 放进浏览器演示的是 LoRA r=4：格式学会了的 LoRA 只有它（上表：格式正确 86.0%，r=1、r=8 只有 0.9%、32.2%）
+# 放进浏览器演示的是 LoRA r=4：文章的结果表里，它是学会了格式的那个 LoRA（r=1 没学会，r=8 的格式也不稳）；
+# tests/figures/test_lora_claims.py 的 playground model 一条核对这件事
 PLAYGROUND_METHOD = "lora-4"
 
 
