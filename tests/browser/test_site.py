@@ -6,6 +6,7 @@ test if the page requested anything from another host or logged an error.
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -314,6 +315,54 @@ def test_palette_script_leaves_the_page_alone_on_load_and_switches_like_material
         assert _scheme(page) == scheme and _palette_toggle(page).count() == 1
         assert errors == [], errors
         context.close()
+
+
+# --------------------------------------------------------------------------- fonts
+
+
+def _stack(page, variable: str) -> list[str]:
+    value = page.evaluate("v => getComputedStyle(document.body).getPropertyValue(v)", variable)
+    return [f.strip().strip('"') for f in value.split(",") if f.strip()]
+
+
+def test_text_and_code_are_set_in_the_fonts_our_stacks_name(page, site_server):
+    """extra.css names the fonts for Chinese text and code. Material defines the same variables on <body>, so a
+    stack on :root never applied: text fell to Arial/Helvetica, and every Chinese character went to the system's
+    fallback search (slow layout on a long page, issue 29). Here every glyph of the article's paragraphs, list
+    items, headings and code (formulas aside: KaTeX names its own fonts) must come from a font one of our stacks
+    names. Which of them a machine has varies (Liberation Mono or not): the check is membership, not one name."""
+    page.goto(_url(site_server, f"articles/{ATTENTION}/"))
+    text, code = _stack(page, "--md-text-font-family"), _stack(page, "--md-code-font-family")
+    assert text[0] == "PingFang SC" and code[0] == "SFMono-Regular", (text, code)
+    p_font = page.evaluate("() => getComputedStyle(document.querySelector('article p')).fontFamily")
+    assert p_font.replace('"', "").startswith("PingFang SC"), p_font
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    selector = ", ".join(f"article {tag}:not(.katex *)" for tag in ("p", "li", "h2", "h3", "td", "pre code"))
+    nodes = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": selector})["nodeIds"]
+    assert len(nodes) > 100, len(nodes)
+    named = {f.lower() for f in text + code}
+    used: dict[str, int] = {}
+    checked = 0
+    for node in nodes:
+        outer = cdp.send("DOM.getOuterHTML", {"nodeId": node})["outerHTML"]
+        if not all(map(_common, html.unescape(re.sub(r"<[^>]*>", "", outer)))):
+            continue  # a rarer symbol (e.g. the subscript ₖ) may rightly come from whichever font has it
+        checked += 1
+        for font in cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]:
+            used[font["familyName"]] = used.get(font["familyName"], 0) + font["glyphCount"]
+    assert checked > 100, checked
+    strays = {name: n for name, n in used.items() if name.lower() not in named}
+    assert not strays, f"glyphs from fonts no stack names (system fallback): {strays}; used: {used}"
+
+
+def _common(char: str) -> bool:
+    """ASCII, CJK ideographs and punctuation, full-width forms, dashes and quotes: what a Chinese font covers."""
+    code = ord(char)
+    return (code < 0x80 or 0x4E00 <= code <= 0x9FFF or 0x3000 <= code <= 0x303F or 0xFF00 <= code <= 0xFFEF
+            or 0x2010 <= code <= 0x2027)
 
 
 # --------------------------------------------------------------------------- screenshot
