@@ -21,8 +21,8 @@ from pathlib import Path
 from llmsite import chromium
 
 from .httpd import serve
+from .layout import VIEWPORT  # the same phone as the layout attribution
 
-VIEWPORT = {"width": 412, "height": 823}
 SETTLE_MS = 1500
 METRICS = (("LayoutDuration", "layout ms"), ("RecalcStyleDuration", "style ms"), ("ScriptDuration", "script ms"),
            ("TaskDuration", "tasks ms"), ("Nodes", "nodes"))

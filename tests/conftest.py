@@ -12,6 +12,7 @@ built by whichever worker asks first and read by the others (see "one run, sever
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import http.server
@@ -22,8 +23,10 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -404,11 +407,13 @@ def figure_stats(page, figure: str) -> dict[str, str]:
     }""", figure)
 
 
-@pytest.fixture
-def page(browser, site_server: str, built_site: BuiltSite):
-    """A fresh page (1280x900, zh-CN, light). Teardown fails on third-party requests or console errors."""
+@contextlib.contextmanager
+def watched_page(browser, built_site: BuiltSite, **context_options: Any) -> Iterator[Any]:
+    """A page in a new context (``context_options`` as for ``browser.new_context``; zh-CN unless given) that the site
+    must not misbehave in: requests to any other host are aborted and recorded, console errors and uncaught
+    exceptions of every page of the context are recorded, and leaving the block fails the test if any were."""
     log = PageLog(allowed_netloc=f"127.0.0.1:{built_site.port}")
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN", color_scheme="light")
+    context = browser.new_context(**{"locale": "zh-CN", **context_options})
 
     def on_request(request):
         log.requests.append(request.url)
@@ -435,15 +440,24 @@ def page(browser, site_server: str, built_site: BuiltSite):
     context.on("request", on_request)
     context.on("page", watch)
     context.route("**/*", route)
-    pg = context.new_page()
-    watch(pg)
-    guard_timeouts(pg)
-    pg.log = log  # tests may look at what was requested
-    yield pg
-    context.close()
+    try:
+        pg = context.new_page()
+        watch(pg)
+        guard_timeouts(pg)
+        pg.log = log  # tests may look at what was requested
+        yield pg
+    finally:
+        context.close()
     problems = log.problems()
     if problems:
         pytest.fail("the page broke the site's rules:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def page(browser, site_server: str, built_site: BuiltSite):
+    """A fresh page (1280x900, zh-CN, light). Teardown fails on third-party requests or console errors."""
+    with watched_page(browser, built_site, viewport={"width": 1280, "height": 900}, color_scheme="light") as pg:
+        yield pg
 
 
 @pytest.fixture(scope="session")

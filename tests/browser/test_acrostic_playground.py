@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ..conftest import PageLog, guard_timeouts
+from ..conftest import guard_timeouts, watched_page
 from ..playground import reference
 from .test_accessibility import BLOCKING, SCHEMES, axe_run, describe
 
@@ -216,14 +216,8 @@ def test_keyboard_only(page, site_server):
 
 @pytest.mark.parametrize("scheme", list(SCHEMES))
 def test_phone_axe_and_screenshot(browser, site_server, built_site, scheme, record_artifact, tmp_path):
-    log = PageLog(allowed_netloc=f"127.0.0.1:{built_site.port}")
-    context = browser.new_context(viewport={"width": 375, "height": 812}, has_touch=True, is_mobile=True,
-                                  locale="zh-CN", color_scheme="dark" if scheme == "dark" else "light")
-    try:
-        page = context.new_page()
-        page.on("console", lambda m: log.console_errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: log.page_errors.append(str(e)))
-        page.on("request", lambda r: log.requests.append(r.url))
+    with watched_page(browser, built_site, viewport={"width": 375, "height": 812}, has_touch=True, is_mobile=True,
+                      color_scheme="dark" if scheme == "dark" else "light") as page:
         open_article(page, site_server)
         assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == SCHEMES[scheme]
         page.check(FORCED)
@@ -245,6 +239,3 @@ def test_phone_axe_and_screenshot(browser, site_server, built_site, scheme, reco
         wide = page.evaluate(f"""() => {{ const b = document.querySelector('{BOX}');
           return [b.scrollWidth, b.clientWidth, document.documentElement.scrollWidth]; }}""")
         assert wide[0] <= wide[1] and wide[2] <= 375, wide
-    finally:
-        context.close()
-    assert not log.problems(), log.problems()

@@ -7,6 +7,7 @@ Every page used here fails its test at teardown on a console error or a request 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import math
 import re
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ..conftest import PageLog, follow_instantly, guard_timeouts, wait_for_path
+from ..conftest import follow_instantly, wait_for_path, watched_page
 from .test_site import ATTENTION, _switch_palette
 
 pytestmark = pytest.mark.browser
@@ -86,40 +87,15 @@ def dk_stats(d_k: int, scaled: bool) -> dict[str, float]:
 
 @pytest.fixture
 def open_page(browser, site_server, built_site) -> Iterator[Callable[..., object]]:
-    """``open_page(**context options)``: a page like the ``page`` fixture's (third-party requests blocked and
-    reported, console errors fail the test), in a context of its own (phone, touch, no JavaScript, ...)."""
-    contexts, logs = [], []
+    """``open_page(**context options)``: a page like the ``page`` fixture's (``watched_page``: third-party requests
+    blocked and reported, console errors fail the test), in a context of its own (phone, touch, no JavaScript, ...)."""
+    with contextlib.ExitStack() as stack:
 
-    def open_(**options):
-        log = PageLog(allowed_netloc=f"127.0.0.1:{built_site.port}")
-        options = {"viewport": {"width": 1280, "height": 900}, "locale": "zh-CN", "color_scheme": "light", **options}
-        context = browser.new_context(**options)
+        def open_(**options):
+            options = {"viewport": {"width": 1280, "height": 900}, "color_scheme": "light", **options}
+            return stack.enter_context(watched_page(browser, built_site, **options))
 
-        def route(route):
-            url = route.request.url
-            if url.startswith(("http://", "https://")) and f"//{log.allowed_netloc}/" not in url:
-                log.requests.append(url)
-                route.abort()
-            else:
-                route.continue_()
-
-        context.route("**/*", route)
-        context.on("request", lambda request: log.requests.append(request.url))
-        pg = context.new_page()
-        pg.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
-        pg.on("pageerror", lambda err: log.page_errors.append(str(err)))
-        guard_timeouts(pg)
-        pg.log = log
-        contexts.append(context)
-        logs.append(log)
-        return pg
-
-    yield open_
-    for context in contexts:
-        context.close()
-    problems = [p for log in logs for p in log.problems()]
-    if problems:
-        pytest.fail("the page broke the site's rules:\n  " + "\n  ".join(problems), pytrace=False)
+        yield open_
 
 
 def article(page, site_server: str) -> None:

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 import torch
 
-from ..conftest import PageLog, guard_timeouts, wait_for_path
+from ..conftest import PageLog, guard_timeouts, wait_for_path, watched_page
 from ..playground import reference
 from .test_accessibility import BLOCKING, SCHEMES, axe_run, describe
 
@@ -94,14 +94,7 @@ def engine(browser, site_server, built_site, ref):
     with torch.no_grad():
         samples = [model(torch.tensor([tok.encode(p)]))[0, -1] for p in ("床前", "春眠不覺曉，", "\n", "江流天地外，")]
     previous = tok.encode("床前明月光，疑是地上霜。")
-    log = PageLog(allowed_netloc=f"127.0.0.1:{built_site.port}")
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN")
-    page = context.new_page()
-    guard_timeouts(page)
-    page.on("request", lambda r: log.requests.append(r.url))
-    page.on("console", lambda m: log.console_errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: log.page_errors.append(str(e)))
-    try:
+    with watched_page(browser, built_site, viewport={"width": 1280, "height": 900}) as page:
         open_article(page, site_server)
         header_url = site_server + "playground/tang-gpt.json"
         out = page.evaluate("""async ([url, prompts, greedyPrompts, n]) => {
@@ -129,9 +122,6 @@ def engine(browser, site_server, built_site, ref):
             const d = window.llmPlayground.distribution(Float64Array.from(l), previous, s);
             return {before: Array.from(d.before), after: Array.from(d.after)};
           }))""", [[s.tolist() for s in samples], previous, settings])
-    finally:
-        context.close()
-    assert not log.problems(), log.problems()
     out.update(prompts=prompts, samples=samples, previous=previous, settings=settings)
     return out
 
@@ -355,15 +345,8 @@ def test_keyboard_only_and_reduced_motion(page, site_server):
 
 
 def test_phone_with_touch(browser, site_server, built_site):
-    log = PageLog(allowed_netloc=f"127.0.0.1:{built_site.port}")
-    context = browser.new_context(viewport={"width": 375, "height": 812}, has_touch=True, is_mobile=True,
-                                  locale="zh-CN")
-    try:
-        page = context.new_page()
-        guard_timeouts(page)
-        page.on("request", lambda r: log.requests.append(r.url))
-        page.on("console", lambda m: log.console_errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: log.page_errors.append(str(e)))
+    with watched_page(browser, built_site, viewport={"width": 375, "height": 812}, has_touch=True,
+                      is_mobile=True) as page:
         page.goto(site_server + GPT)
         page.tap(f"{BOX} .llm-pg__load")
         page.wait_for_selector(READY)
@@ -377,9 +360,6 @@ def test_phone_with_touch(browser, site_server, built_site):
         wide = page.evaluate(f"""() => {{ const b = document.querySelector('{BOX}');
           return [b.scrollWidth, b.clientWidth, document.documentElement.scrollWidth]; }}""")
         assert wide[0] <= wide[1] and wide[2] <= 375, wide
-    finally:
-        context.close()
-    assert not log.problems(), log.problems()
 
 
 @pytest.mark.parametrize("scheme", list(SCHEMES))

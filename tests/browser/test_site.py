@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.conftest import wait_for_path
+from tests.conftest import wait_for_path, watched_page
 
 pytestmark = pytest.mark.browser
 
@@ -268,53 +268,51 @@ METAS = """() => Object.fromEntries(['color-scheme', 'theme-color'].map(
   n => [n, [...document.head.querySelectorAll(`meta[name="${n}"]`)].map(m => m.content)]))"""
 
 
-def test_palette_script_leaves_the_page_alone_on_load_and_switches_like_material(browser, site_server):
+def test_palette_script_leaves_the_page_alone_on_load_and_switches_like_material(browser, site_server, built_site):
     """Our palette.js replaces Material's palette component: on a load whose palette is already the page's it
     changes no attribute of <body> (Material's re-set them and turned transitions off, so a long page's styles
     were computed three times over); switching still sets the scheme, the metas, the stored choice and the
     visible toggle, by mouse and by keyboard, and after an instant navigation."""
     article = _url(site_server, f"articles/{ATTENTION}/")
     for preference, scheme, colour in (("light", "default", "light"), ("dark", "slate", "dark")):
-        context = browser.new_context(color_scheme=preference)
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-        page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
-        page.add_init_script(WATCH_BODY)
-        page.goto(article)
-        page.wait_for_function("() => document.querySelector('meta[name=\"theme-color\"]')")
-        assert _scheme(page) == scheme, f"a first visit with a {preference} system preference"
-        changes = page.evaluate("() => window.__bodyChanges")
-        if scheme == "default":  # the page is rendered with the first (light) palette: nothing to change
-            assert changes == [], f"palette.js changed <body> on load: {changes}"
-        else:
-            assert "data-md-color-scheme" in changes and "data-md-color-switching" not in changes, changes
-        metas = page.evaluate(METAS)
-        assert metas["color-scheme"] == [colour], metas
-        header_bg = page.evaluate(
-            "() => getComputedStyle(document.querySelector('[data-md-component=header]')).backgroundColor")
-        rgb = [int(v) for v in re.findall(r"\d+", header_bg)[:3]]
-        assert metas["theme-color"] == ["#" + "".join(f"{v:02x}" for v in rgb)], (metas, header_bg)
-        assert _palette_toggle(page).count() == 1, "exactly one toggle shows"
-        # keyboard: focus the checked option (visually hidden, its label shows the ring) and press Enter
-        other = "slate" if scheme == "default" else "default"
-        page.locator("form[data-llm-palette] input:checked").focus()
-        page.keyboard.press("Enter")
-        page.wait_for_function("s => document.body.getAttribute('data-md-color-scheme') === s", arg=other)
-        page.wait_for_function("() => !document.body.hasAttribute('data-md-color-switching')")
-        assert page.evaluate("() => document.activeElement.name") == "__palette", "focus stays on the toggle"
-        assert page.evaluate(METAS)["color-scheme"] == ["light" if colour == "dark" else "dark"]
-        stored = page.evaluate("() => __md_get('__palette')")
-        assert stored["color"]["scheme"] == other and stored["index"] == (0 if other == "default" else 1), stored
-        # instant navigation keeps the header: the toggle still works on the next page, and the choice holds
-        page.locator(".md-tabs a, .md-nav a").filter(has_text="学习路线").first.click()
-        page.wait_for_url("**/route/")
-        assert _scheme(page) == other
-        _switch_palette(page, scheme)
-        page.reload()
-        assert _scheme(page) == scheme and _palette_toggle(page).count() == 1
-        assert errors == [], errors
-        context.close()
+        with watched_page(browser, built_site, color_scheme=preference) as page:
+            _palette_round_trip(page, article, preference, scheme, colour)
+
+
+def _palette_round_trip(page, article: str, preference: str, scheme: str, colour: str) -> None:
+    page.add_init_script(WATCH_BODY)
+    page.goto(article)
+    page.wait_for_function("() => document.querySelector('meta[name=\"theme-color\"]')")
+    assert _scheme(page) == scheme, f"a first visit with a {preference} system preference"
+    changes = page.evaluate("() => window.__bodyChanges")
+    if scheme == "default":  # the page is rendered with the first (light) palette: nothing to change
+        assert changes == [], f"palette.js changed <body> on load: {changes}"
+    else:
+        assert "data-md-color-scheme" in changes and "data-md-color-switching" not in changes, changes
+    metas = page.evaluate(METAS)
+    assert metas["color-scheme"] == [colour], metas
+    header_bg = page.evaluate(
+        "() => getComputedStyle(document.querySelector('[data-md-component=header]')).backgroundColor")
+    rgb = [int(v) for v in re.findall(r"\d+", header_bg)[:3]]
+    assert metas["theme-color"] == ["#" + "".join(f"{v:02x}" for v in rgb)], (metas, header_bg)
+    assert _palette_toggle(page).count() == 1, "exactly one toggle shows"
+    # keyboard: focus the checked option (visually hidden, its label shows the ring) and press Enter
+    other = "slate" if scheme == "default" else "default"
+    page.locator("form[data-llm-palette] input:checked").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("s => document.body.getAttribute('data-md-color-scheme') === s", arg=other)
+    page.wait_for_function("() => !document.body.hasAttribute('data-md-color-switching')")
+    assert page.evaluate("() => document.activeElement.name") == "__palette", "focus stays on the toggle"
+    assert page.evaluate(METAS)["color-scheme"] == ["light" if colour == "dark" else "dark"]
+    stored = page.evaluate("() => __md_get('__palette')")
+    assert stored["color"]["scheme"] == other and stored["index"] == (0 if other == "default" else 1), stored
+    # instant navigation keeps the header: the toggle still works on the next page, and the choice holds
+    page.locator(".md-tabs a, .md-nav a").filter(has_text="学习路线").first.click()
+    page.wait_for_url("**/route/")
+    assert _scheme(page) == other
+    _switch_palette(page, scheme)
+    page.reload()
+    assert _scheme(page) == scheme and _palette_toggle(page).count() == 1
 
 
 # --------------------------------------------------------------------------- fonts
