@@ -33,6 +33,7 @@ import pytest
 import yaml
 
 import llmsite  # noqa: F401  (pins the numeric kernels, llmsite/numerics.py, before any test imports torch)
+from tests.scheduling import pytest_xdist_make_scheduler  # noqa: F401  (one work unit per test file)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -111,14 +112,13 @@ def pytest_xdist_auto_num_workers(config) -> int:
 
 
 # Scheduling. xdist hands work units to whichever worker is nearly idle, in collection order
-# (`--dist loadgroup --no-loadscope-reorder`; by default it would sort units by their number of tests). A unit is
-# a whole test file (so a module's fixtures are built once), except in the files of SPLIT: their tests are long,
-# independent and share only cheap module fixtures, so each is a unit of its own and the long file no longer runs
-# alone at the end of the run. The order below keeps both cores busy from the first second: the files that start
-# the run's two shared builds go first (each build then runs in its own worker while it waits), then every file
-# that needs nothing shared (they fill the cores while the builds run), then the files that read a build. Within a
-# group the longest files (bench/README.md's table) start first. The order changes only when tests run, never what
-# they do.
+# (`--no-loadscope-reorder`; by default it would sort units by their number of tests). A unit is a whole test file
+# (so a module's fixtures are built once), except in the files of tests/scheduling.py's SPLIT (see
+# `pytest_xdist_make_scheduler`). The order below keeps both cores busy from the first second: the files that
+# start the run's two shared builds go first (each build then runs in its own worker while it waits), then every
+# file that needs nothing shared (they fill the cores while the builds run), then the files that read a build.
+# Within a group the longest files (bench/README.md's table) start first. The order changes only when tests run,
+# never what they do.
 STARTERS = ("tests/site/test_built_html.py", "tests/site/test_properdocs.py")
 LONGEST = (
     "tests/browser/test_accessibility.py", "tests/site/test_incremental.py", "tests/labs/test_real_labs.py",
@@ -129,11 +129,9 @@ LONGEST = (
     "tests/code/test_shape_contracts.py", "tests/figures/test_errors.py", "tests/labs/test_lab_pages.py",
     "tests/browser/test_site.py",
 )
-SPLIT = frozenset({"tests/browser/test_accessibility.py", "tests/site/test_incremental.py"})
 SHARED_FIXTURES = frozenset({"built_site", "clean_build", "repo_cache", "trained_artifacts", "executed_labs"})
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist adds the group names to the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     def file_of(item: pytest.Item) -> str:
         return item.nodeid.split("::", 1)[0]
@@ -147,9 +145,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return (2 if name in shared else 1), (LONGEST.index(name) if name in LONGEST else len(LONGEST))
 
     items.sort(key=rank)  # stable: tests keep their order within a file, files within a rank
-    for item in items:
-        if file_of(item) not in SPLIT and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(file_of(item)))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
