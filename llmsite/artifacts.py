@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TextIO
 
 from llmsite import cache as build_cache
-from llmsite.cache.deps import definition_deps
+from llmsite.cache.deps import definition_deps, per_build
 from llmsite.paths import CACHE, CODE, ROOT, rel
 
 PIPELINE_VERSION = "1"
@@ -109,7 +109,12 @@ def _declared(path: Path, mtime_ns: int) -> tuple[Artifact, ...]:
 
 
 def discover(code_dir: Path = CODE) -> dict[str, Artifact]:
-    """Every artifact declared in ``code_dir/*.py`` by name (a name declared twice is an error)."""
+    """Every artifact declared in ``code_dir/*.py`` by name (a name declared twice is an error); within one build
+    (``cache.deps.build_snapshot``) read once."""
+    return dict(per_build(("artifacts", code_dir), lambda: _discover(code_dir), code_dir))
+
+
+def _discover(code_dir: Path) -> dict[str, Artifact]:
     found: dict[str, Artifact] = {}
     for path in sorted(code_dir.glob("*.py")):
         for artifact in _declared(path, path.stat().st_mtime_ns):
@@ -125,6 +130,12 @@ def library_versions() -> tuple[tuple[str, str], ...]:
 
 
 def key_for(artifact: Artifact, code_dir: Path = CODE, root: Path = ROOT) -> build_cache.Key:
+    """The artifact's key; within one build (``cache.deps.build_snapshot``) computed once, however many figures,
+    answers and labs use it."""
+    return per_build(("artifact-key", artifact, code_dir, root), lambda: _key_for(artifact, code_dir, root), code_dir)
+
+
+def _key_for(artifact: Artifact, code_dir: Path, root: Path) -> build_cache.Key:
     inputs: dict[str, str] = {
         "pipeline": PIPELINE_VERSION,
         "declaration": json.dumps([artifact.name, artifact.compute, artifact.save], ensure_ascii=False),

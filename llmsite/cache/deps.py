@@ -12,11 +12,12 @@ import contextlib
 import hashlib
 import json
 import pickle
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from llmsite import atomic
 from llmsite.paths import CACHE, CODE
@@ -57,9 +58,11 @@ def _direct(path: Path, mtime_ns: int, code_dir: Path) -> tuple[Path, ...]:
 
 def closure(module: Path, code_dir: Path = CODE) -> list[Path]:
     """``module`` and every module of ``code_dir`` it imports, transitively, sorted (stored like
-    ``definition_deps``: a warm build parses nothing)."""
+    ``definition_deps``: a warm build parses nothing; asked again within one build, remembered)."""
     root, code = module.resolve(), code_dir.resolve()
-    return list(_on_disk("closure", ((root, None),), code, lambda: _closure(root, code)))
+    found = per_build(("closure", root), lambda: tuple(_on_disk("closure", ((root, None),), code,
+                                                                  lambda: _closure(root, code))), code)
+    return list(found)
 
 
 def _closure(module: Path, code_dir: Path) -> list[Path]:
@@ -72,6 +75,77 @@ def _closure(module: Path, code_dir: Path) -> list[Path]:
         seen.add(path)
         stack.extend(_direct(path, path.stat().st_mtime_ns, code_dir.resolve()))
     return sorted(seen)
+
+
+# --------------------------------------------------------------------------- one snapshot of code/ per build
+#
+# A build asks for the dependencies of some 150 roots (every figure, answer, lab and artifact). Without a snapshot
+# each call lists and stats every file of code/, so that it sees an edit made since the previous call (between two
+# rebuilds of ``mkdocs serve``, say). Inside ``build_snapshot()`` the listing, the sizes and mtimes and the content
+# digests are taken once, and values derived from the files (an artifact's key, a module's import closure) are
+# remembered until the block ends (``per_build``). The keys are the same as without a snapshot: only the listing
+# is shared. The snapshot ends with its block: the next build (the next save under serve) takes a new one.
+
+
+@dataclass
+class CodeSnapshot:
+    """The Python files of ``code_dir`` as one build sees them, and what the build derived from them."""
+
+    code_dir: Path
+    state: tuple[tuple[str, int, int], ...]  # (path, size, mtime) of every file, as ``_tree_state``
+    digests: dict[Path, str]  # every file's content digest
+    memo: dict[Hashable, object] = field(default_factory=dict)
+
+
+_ACTIVE: ContextVar[CodeSnapshot | None] = ContextVar("llmsite_code_snapshot", default=None)
+
+
+def _take(code_dir: Path) -> CodeSnapshot:
+    state: list[tuple[str, int, int]] = []
+    digests: dict[Path, str] = {}
+    for path in code_dir.rglob("*.py"):
+        st = path.stat()
+        state.append((str(path), st.st_size, st.st_mtime_ns))
+        digests[path] = _content_digest(path, st.st_mtime_ns, st.st_size)
+    return CodeSnapshot(code_dir, tuple(sorted(state)), digests)
+
+
+def _snapshot(code_dir: Path) -> CodeSnapshot | None:
+    """The snapshot of the build under way, if there is one and it is of ``code_dir``."""
+    current = _ACTIVE.get()
+    if current is None or (current.code_dir != code_dir and current.code_dir != code_dir.resolve()):
+        return None
+    return current
+
+
+@contextlib.contextmanager
+def build_snapshot(code_dir: Path = CODE) -> Iterator[CodeSnapshot]:
+    """Within the block, ``code_dir`` is listed and digested once (see above); nested blocks share the outer one.
+
+    Use it around one build's planning only: an edit made inside the block is not seen until the next block."""
+    code = code_dir.resolve()
+    current = _snapshot(code)
+    if current is not None:
+        yield current
+        return
+    token = _ACTIVE.set(_take(code))
+    try:
+        taken = _ACTIVE.get()
+        assert taken is not None
+        yield taken
+    finally:
+        _ACTIVE.reset(token)
+
+
+def per_build(key: Hashable, compute: Callable[[], T], code_dir: Path = CODE) -> T:
+    """``compute()``, remembered under ``key`` until the current ``build_snapshot`` of ``code_dir`` ends (not
+    remembered when there is none). For values that depend only on the files of ``code_dir`` (and on ``key``)."""
+    snap = _snapshot(code_dir)
+    if snap is None:
+        return compute()
+    if key not in snap.memo:
+        snap.memo[key] = compute()
+    return cast(T, snap.memo[key])
 
 
 STYLE_MODULE = "figkit"  # the shared plotting helper: every figure depends on it
@@ -215,7 +289,11 @@ class DefinitionDeps:
 
 
 def _tree_state(code_dir: Path) -> tuple[tuple[str, int, int], ...]:
-    """(path, size, mtime) of every Python file under ``code_dir``: changes whenever any of them changes."""
+    """(path, size, mtime) of every Python file under ``code_dir``: changes whenever any of them changes
+    (taken once per build inside ``build_snapshot``)."""
+    snap = _snapshot(code_dir)
+    if snap is not None:
+        return snap.state
     return tuple(sorted((str(p), (s := p.stat()).st_size, s.st_mtime_ns) for p in code_dir.rglob("*.py")))
 
 
@@ -252,23 +330,43 @@ def _stored(roots: tuple[tuple[Path, str | None], ...], code_dir: Path) -> Defin
     return result
 
 
-def _on_disk(kind: str, roots: tuple[tuple[Path, str | None], ...], code_dir: Path, compute: Callable[[], T]) -> T:
-    """``compute()``, or what it returned in an earlier process for the same roots and the same code."""
-    files = sorted({*code_dir.rglob("*.py"), *(p for p, _ in roots)})
+def _entry(kind: str, roots: tuple[tuple[Path, str | None], ...], code_dir: Path, digests: dict[Path, str]) -> Path:
+    """Where the result for ``roots`` is stored, given the digests of ``code_dir``'s files (roots outside it are
+    digested here)."""
+    files = sorted({*digests, *(p for p, _ in roots)})
     inputs = {
         "kind": kind,
         "algorithm": _ALGORITHM,
         "code_dir": str(code_dir),
         "roots": [[str(p), n] for p, n in roots],
-        "files": [[str(f), _content_digest(f, (st := f.stat()).st_mtime_ns, st.st_size)] for f in files],
+        "files": [[str(f), digests.get(f) or _content_digest(f, (st := f.stat()).st_mtime_ns, st.st_size)]
+                  for f in files],
     }
     digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:32]
-    path = CACHE / "deps" / f"{digest}.pickle"
+    return CACHE / "deps" / f"{digest}.pickle"
+
+
+_MISSING = object()
+
+
+def _load(path: Path) -> object:
     try:
-        found: T = pickle.loads(path.read_bytes())
-        return found
+        return pickle.loads(path.read_bytes())
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-        pass
+        return _MISSING
+
+
+def _on_disk(kind: str, roots: tuple[tuple[Path, str | None], ...], code_dir: Path, compute: Callable[[], T]) -> T:
+    """``compute()``, or what it returned in an earlier process for the same roots and the same code."""
+    snap = _snapshot(code_dir)
+    if snap is not None and (found := _load(_entry(kind, roots, code_dir, snap.digests))) is not _MISSING:
+        return cast(T, found)
+    # No snapshot, or nothing stored: the files as they are now. What is stored under a digest must be what those
+    # very contents give, even if a file was edited after the build's snapshot was taken.
+    now = {p: _content_digest(p, (st := p.stat()).st_mtime_ns, st.st_size) for p in code_dir.rglob("*.py")}
+    path = _entry(kind, roots, code_dir, now)
+    if (found := _load(path)) is not _MISSING:
+        return cast(T, found)
     result = compute()
     with contextlib.suppress(OSError):  # a read-only cache only costs time
         atomic.write_bytes(path, pickle.dumps(result))

@@ -17,6 +17,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 
 from llmsite import minify, offline, paths
+from llmsite.cache import deps
 from llmsite.content.articles import Site, body_with_snippets
 from llmsite.content.memo import ArticleMemo
 from llmsite.mkdocs import content, csp, feed, formulas, search_index
@@ -94,9 +95,10 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.listings = Listings(self.site, self.config.articles_per_page, self.config.latest_on_home,
                                  self.config.pdf)
         self.listings.add_pages(files, config)
-        self.figures.add_files(files, config)
-        self.labs.add_files(files, config)
-        self.playground.add_files(files, config)  # after the figures: the models they trained are cached
+        with deps.build_snapshot():  # code/ listed and digested once for every key of this build (not across builds)
+            self.figures.add_files(files, config)
+            self.labs.add_files(files, config)
+            self.playground.add_files(files, config)  # after the figures: the models they trained are cached
         self.banner = Banner()  # this build's problems only (the incremental preview runs on_files on every save)
         self.banner.add(self.site.problems + self.figures.problems() + self.labs.problems())
         for problem in self.site.problems:  # figures and labs log their own failures

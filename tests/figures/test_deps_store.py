@@ -67,3 +67,86 @@ def test_the_import_closure_is_stored_and_follows_edits(code: Path) -> None:
     assert len(list((code.parent / "cache" / "deps").glob("*.pickle"))) == 1
     (code / "plot.py").write_text("def figure():\n    return 3\n")
     assert deps.closure(code / "plot.py", code) == [code / "plot.py"]
+
+
+# --------------------------------------------------------------------------- one snapshot of code/ per build
+
+def _counting_rglob(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    calls: list[Path] = []
+    original = Path.rglob
+
+    def rglob(self: Path, pattern: str):  # type: ignore[no-untyped-def]
+        calls.append(self)
+        return original(self, pattern)
+
+    monkeypatch.setattr(Path, "rglob", rglob)
+    return calls
+
+
+def test_a_build_lists_code_once_and_the_next_build_sees_an_edit(code: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (code / "other.py").write_text("from helpers import unused\n\n\ndef figure():\n    return unused()\n")
+    roots = [[(code / "plot.py", "figure")], [(code / "other.py", "figure")], [(code / "helpers.py", "scale")]]
+    for r in roots:  # stored on disk, as after an earlier build
+        deps.definition_deps(r, code)
+    deps._remembered.cache_clear()  # a new process: only the disk store is left
+    calls = _counting_rglob(monkeypatch)
+    with deps.build_snapshot(code):
+        first = [deps.definition_deps(r, code).digests for r in roots for _ in range(3)]
+        assert len(calls) == 1, "code/ is listed once for the whole build"
+        (code / "helpers.py").write_text("def scale(x):\n    return 3 * x\n\n\ndef unused():\n    return 0\n")
+        assert deps.definition_deps(roots[0], code).digests == first[0], "within one build: its snapshot"
+    with deps.build_snapshot(code):  # the next build of the same process (a save under mkdocs serve)
+        after = deps.definition_deps(roots[0], code).digests
+        assert after[code / "helpers.py"] != first[0][code / "helpers.py"], "the edit is seen by the next build"
+        assert deps.definition_deps(roots[1], code).digests == first[3], "unused() did not change"
+    assert deps.definition_deps(roots[0], code).digests == after, "and without a snapshot, as before"
+
+
+def test_a_miss_inside_a_build_stores_what_the_files_say_now(code: Path) -> None:
+    with deps.build_snapshot(code):
+        (code / "helpers.py").write_text("def scale(x):\n    return 3 * x\n\n\ndef unused():\n    return 0\n")
+        deps.definition_deps([(code / "plot.py", "figure")], code)  # nothing stored yet: parsed now
+    deps._remembered.cache_clear()
+    stored = deps._stored(((code / "plot.py", "figure"),), code)
+    fresh = deps._definition_deps([(code / "plot.py", "figure")], code)
+    assert stored.digests == fresh.digests, "the stored result matches the contents it is stored under"
+
+
+ARTIFACT = '''from helpers import scale
+
+BUILD_ARTIFACTS = {"model": ("train", "save")}
+
+
+def train():
+    return scale(1)
+
+
+def save(path, value):
+    open(path, "w").write(str(value))
+'''
+
+
+def test_an_artifact_key_is_computed_once_per_build(code: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmsite import artifacts
+
+    (code / "model.py").write_text(ARTIFACT)
+    computed: list[str] = []
+    original = artifacts._key_for
+
+    def counting(artifact, code_dir, root):  # type: ignore[no-untyped-def]
+        computed.append(artifact.name)
+        return original(artifact, code_dir, root)
+
+    monkeypatch.setattr(artifacts, "_key_for", counting)
+    with deps.build_snapshot(code):
+        model = artifacts.discover(code)["model"]
+        keys = {artifacts.key_for(model, code, code.parent).digest for _ in range(5)}
+        assert len(keys) == 1 and computed == ["model"]
+    (code / "helpers.py").write_text("def scale(x):\n    return 3 * x\n\n\ndef unused():\n    return 0\n")
+    with deps.build_snapshot(code):
+        model = artifacts.discover(code)["model"]
+        assert artifacts.key_for(model, code, code.parent).digest not in keys, "a new build: a new key"
+        assert computed == ["model", "model"]
+    artifacts.key_for(model, code, code.parent)
+    artifacts.key_for(model, code, code.parent)
+    assert len(computed) == 4, "without a build snapshot nothing is remembered"
