@@ -2,6 +2,7 @@
 
     python -m bench.suite report.xml            # Markdown tables on stdout
     python -m bench.suite report.xml --top 15   # and the slowest tests
+    python -m bench.suite report.xml --cpu cpu.jsonl   # and CPU seconds by file (bench/cputime.py's log)
 
 pytest writes each test's setup, call and teardown into its ``time`` (``junit_duration_report = total``), so a
 shared fixture (the run's site build, a trained model) is charged to the first test that asks for it. Under
@@ -11,6 +12,7 @@ pytest-xdist the times are each worker's wall time: their sum is the work, not t
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -60,10 +62,39 @@ def table(rows: list[tuple[str, int, float]], total: float, head: str) -> list[s
     return out
 
 
+def read_cpu(log: Path) -> dict[str, tuple[int, float, float]]:
+    """bench/cputime.py's log summed by test file: {file: (tests, CPU seconds, wall seconds)}."""
+    by_file: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    for line in log.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        row = by_file[record["nodeid"].split("::", 1)[0]]
+        row[0] += 1
+        row[1] += record["cpu"]
+        row[2] += record["wall"]
+    return {file: (int(n), cpu, wall) for file, (n, cpu, wall) in by_file.items()}
+
+
+def cpu_tables(log: Path) -> list[str]:
+    per_file = read_cpu(log)
+    total = sum(cpu for _, cpu, _ in per_file.values()) or 1.0
+    lines = [f"CPU（测试进程和它的子进程，bench/cputime.py）：共 {total:.0f} s（{total / 60:.1f} 分钟）", ""]
+    by_kind: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for file, (n, cpu, _) in per_file.items():
+        by_kind[kind_of(file)][0] += n
+        by_kind[kind_of(file)][1] += cpu
+    kinds = sorted(((k, int(n), cpu) for k, (n, cpu) in by_kind.items()), key=lambda r: -r[2])
+    lines += [*table(kinds, total, "类别"), ""]
+    lines += ["| 文件 | 测试数 | CPU 秒 | 占比 | 墙钟秒 |", "| --- | ---: | ---: | ---: | ---: |"]
+    for file, (n, cpu, wall) in sorted(per_file.items(), key=lambda r: -r[1][1]):
+        lines.append(f"| `{file}` | {n} | {cpu:.1f} | {100 * cpu / total:.1f}% | {wall:.1f} |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", type=Path)
     parser.add_argument("--top", type=int, default=0, help="also list the N slowest tests")
+    parser.add_argument("--cpu", type=Path, help="bench/cputime.py's log of the same run: CPU seconds by file")
     args = parser.parse_args(argv)
     cases = read(args.report)
     if not cases:
@@ -84,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["", "| 最慢的测试 | 秒 |", "| --- | ---: |"]
         for c in sorted(cases, key=lambda c: -c.seconds)[: args.top]:
             lines.append(f"| `{c.file}::{c.name}` | {c.seconds:.1f} |")
+    if args.cpu:
+        lines += ["", *cpu_tables(args.cpu)]
     print("\n".join(lines))
     return 0
 

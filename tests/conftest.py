@@ -76,6 +76,10 @@ class _QuietServer(http.server.ThreadingHTTPServer):
 
 @pytest.hookimpl(trylast=True)  # after pytest's own tmp_path setup
 def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("LLM_CPU_LOG"):  # CPU seconds per test, for bench/README.md (python -m bench.suite --cpu)
+        import bench.cputime
+
+        config.pluginmanager.register(bench.cputime, "llm-cputime")
     if hasattr(config, "workerinput"):  # an xdist worker: the controller serves
         os.environ.update({name: config.workerinput[name] for name in (SHARED_ENV, PORT_ENV)})
         return

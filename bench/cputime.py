@@ -1,0 +1,79 @@
+"""CPU seconds of each test, the test process's whole tree included (Chromium, kernels, build subprocesses).
+
+On two busy cores the suite's wall time is about half its CPU time, so the CPU a test burns, not the seconds it
+waits, is what a change must cut. Enable the plugin for one run and sum the log:
+
+    LLM_CPU_LOG=/tmp/cpu.jsonl make test      # tests/conftest.py registers the plugin when the variable is set
+    python -m bench.suite report.xml --cpu /tmp/cpu.jsonl
+
+For each test (setup, call and teardown) the plugin reads, before and after, the CPU of every live process under
+the worker (``utime + stime`` of the process and ``cutime + cstime`` of the children it has reaped) from /proc.
+Processes orphaned in between (re-parented to init) are lost; Chromium's and Jupyter's are reaped by their parents.
+Linux only; elsewhere the plugin does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+LOG_ENV = "LLM_CPU_LOG"
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat(pid: str) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds of the process and its reaped children) from /proc/<pid>/stat."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces and parentheses
+    # fields after the name, from 0: state, ppid, ..., utime (11), stime (12), cutime (13), cstime (14)
+    ppid = int(fields[1])
+    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))
+    return ppid, ticks / _TICKS
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds used so far by ``root`` and every live process below it."""
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = _stat(entry)
+            if stat is not None:
+                stats[int(entry)] = stat
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, (ppid, _) in stats.items():
+        children[ppid].append(pid)
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:
+            total += stats[pid][1]
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    log = os.environ.get(LOG_ENV)
+    if not log or not Path("/proc/self/stat").exists():
+        yield
+        return
+    me = os.getpid()
+    cpu0, wall0 = tree_cpu(me), time.monotonic()
+    yield
+    record = {
+        "nodeid": item.nodeid,
+        "cpu": round(tree_cpu(me) - cpu0, 3),
+        "wall": round(time.monotonic() - wall0, 3),
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        "end": round(time.time(), 3),
+    }
+    with open(log, "a", encoding="utf-8") as out:  # one short line per write: appends from workers do not interleave
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
