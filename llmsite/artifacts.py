@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TextIO
 
 from llmsite import cache as build_cache
-from llmsite.cache.deps import definition_deps, per_build
+from llmsite.cache.deps import definition_deps, key_name, per_build
 from llmsite.paths import CACHE, CODE, ROOT, rel
 
 PIPELINE_VERSION = "1"
@@ -143,7 +143,7 @@ def _key_for(artifact: Artifact, code_dir: Path, root: Path) -> build_cache.Key:
     }
     found = definition_deps([(artifact.module, artifact.compute), (artifact.module, artifact.save)], code_dir)
     for path, digest in found.digests.items():
-        inputs[f"defs:{rel(path, root)}"] = digest
+        inputs[f"defs:{key_name(path, root, code_dir)}"] = digest
     for name, version in library_versions():
         inputs[f"lib:{name}"] = version
     return build_cache.key(inputs)

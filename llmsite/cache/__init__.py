@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 from dataclasses import dataclass
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
@@ -38,14 +39,19 @@ def file_digest(path: Path) -> str:
 
 def versions(libraries: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """(name, version) of each installed distribution ("missing" when it is not), then Python's."""
-    out = []
-    for name in libraries:
-        try:
-            out.append((name, metadata.version(name)))
-        except metadata.PackageNotFoundError:
-            out.append((name, "missing"))
+    out = [(name, _version(name)) for name in libraries]
     out.append(("python", f"{sys.version_info.major}.{sys.version_info.minor}"))
     return tuple(out)
+
+
+@cache
+def _version(name: str) -> str:
+    """Looked up once per process, as each pipeline's ``library_versions`` already was (torch and numpy are in
+    four of them)."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "missing"
 
 
 def staging_dir(root: Path, name: str) -> Path:

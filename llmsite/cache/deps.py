@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 from llmsite import atomic
-from llmsite.paths import CACHE, CODE
+from llmsite.paths import CACHE, CODE, rel
 
 T = TypeVar("T")
 
@@ -146,6 +146,12 @@ def per_build(key: Hashable, compute: Callable[[], T], code_dir: Path = CODE) ->
     if key not in snap.memo:
         snap.memo[key] = compute()
     return cast(T, snap.memo[key])
+
+
+def key_name(path: Path, root: Path, code_dir: Path = CODE) -> str:
+    """``paths.rel(path, root)`` for a file named in cache keys, remembered for the build (the same few files of
+    code/ are named in the keys of dozens of figures, answers and labs; each ``rel`` resolves both paths)."""
+    return per_build(("rel", path, root), lambda: rel(path, root), code_dir)
 
 
 STYLE_MODULE = "figkit"  # the shared plotting helper: every figure depends on it

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from llmsite import cache as build_cache
 from llmsite.cache import Key, commit_dir, file_digest
-from llmsite.cache.deps import STYLE_MODULE, definition_deps
+from llmsite.cache.deps import STYLE_MODULE, definition_deps, key_name
 from llmsite.figures.registry import FigureSpec
-from llmsite.paths import CACHE, CODE, ROOT, rel
+from llmsite.paths import CACHE, CODE, ROOT
 
 PIPELINE_VERSION = "2"  # 2: definition-level inputs
 THEMES = ("light", "dark")
@@ -42,7 +42,7 @@ def key_for(spec: FigureSpec, code_dir: Path = CODE, root: Path = ROOT) -> Key:
     inputs.update(definition_inputs(spec.module, functions(spec), code_dir, root))
     style = code_dir / f"{STYLE_MODULE}.py"
     if style.is_file():  # the shared style applies to every figure as a whole (rcParams, fonts, sizes)
-        inputs[f"style:{rel(style, root)}"] = file_digest(style)
+        inputs[f"style:{key_name(style, root, code_dir)}"] = file_digest(style)
     inputs.update(data_inputs(spec.data, root))
     for name, version in library_versions():
         inputs[f"lib:{name}"] = version
@@ -53,7 +53,7 @@ def key_for(spec: FigureSpec, code_dir: Path = CODE, root: Path = ROOT) -> Key:
 def definition_inputs(module: Path, names: list[str], code_dir: Path = CODE, root: Path = ROOT) -> dict[str, str]:
     """``{"defs:<file>": digest}``: the definitions of ``code/`` that these functions of ``module`` use."""
     found = definition_deps([(module, f) for f in names], code_dir)
-    return {f"defs:{rel(path, root)}": digest for path, digest in found.digests.items()}
+    return {f"defs:{key_name(path, root, code_dir)}": digest for path, digest in found.digests.items()}
 
 
 def data_inputs(data: tuple[str, ...], root: Path = ROOT) -> dict[str, str]:

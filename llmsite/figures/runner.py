@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import multiprocessing
 import os
 import random
 import signal
@@ -212,6 +211,8 @@ def _draw_job(job: tuple[Planned, Path]) -> tuple[str, float, str | None]:
 def workers_for(count: int) -> int:
     configured = os.environ.get("LLM_FIGURE_WORKERS")
     limit = int(configured) if configured else min(2, os.cpu_count() or 1)
+    import multiprocessing  # only when drawing: a warm build plans and reads the cache
+
     if "fork" not in multiprocessing.get_all_start_methods():  # Windows: draw in this one process
         limit = 1
     return max(1, min(limit, count))
@@ -255,6 +256,8 @@ def run(items: list[Planned], cache_dir: Path = cache.CACHE_DIR, out: Any = None
             report(item.spec.name, time.perf_counter() - t0)
     else:
         _preload()
+        import multiprocessing
+
         context = multiprocessing.get_context("fork")
         with context.Pool(workers, initializer=_worker_init) as pool:
             for name, seconds, error in pool.imap_unordered(_draw_job, [(item, cache_dir) for item in stale]):
