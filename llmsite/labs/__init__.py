@@ -16,10 +16,11 @@ content, timing metadata is dropped, consecutive stream outputs are merged
 (how the kernel happened to batch a cell's prints does not matter), and labs
 print no wall-clock values (the build log reports timings).
 
-The notebook offered for download (``published``) is built from the cached one
-at build time: a first code cell writes the ``code/`` files the lab imports,
-byte for byte as they are in the repository now, next to the notebook, so it
-runs outside the repository.
+The notebook offered for download (``published``) is built from the cached one:
+a first code cell writes the ``code/`` files the lab imports, byte for byte as
+they are in the repository now, next to the notebook, so it runs outside the
+repository. It and the page with its plots taken out are stored in the entry
+(``labs/stored.py``), so a warm build only reads them.
 
 Planning (``discover``, ``plan``) is cheap: no jupytext, nbclient or torch.
 """
@@ -34,7 +35,6 @@ import re
 import shutil
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -42,7 +42,7 @@ from typing import Any, TextIO
 
 from llmsite import artifacts, tex
 from llmsite import cache as build_cache
-from llmsite.cache.deps import closure, definition_deps
+from llmsite.cache.deps import closure, definition_deps, key_name
 from llmsite.labs import page
 from llmsite.paths import CACHE, CODE, ROOT, rel
 
@@ -137,7 +137,7 @@ def key_for(lab: Lab, code_dir: Path = CODE, root: Path = ROOT) -> build_cache.K
     found = definition_deps([(lab.source, None)], code_dir)
     for path, digest in found.digests.items():
         if path != lab.source.resolve():
-            inputs[f"defs:{rel(path, root)}"] = digest
+            inputs[f"defs:{key_name(path, root, code_dir)}"] = digest
     inputs.update(artifacts.consumer_inputs(found.roots, code_dir, root))
     for name, version in library_versions():
         inputs[f"lib:{name}"] = version
@@ -156,7 +156,8 @@ def uses_artifacts(lab: Lab, code_dir: Path = CODE) -> list[artifacts.Artifact]:
 
 def code_files(lab: Lab, code_dir: Path = CODE) -> list[Path]:
     """The files of ``code/`` a lab imports, transitively, whole: what a downloaded notebook needs."""
-    return [p for p in closure(lab.source, code_dir) if p != lab.source.resolve()]
+    source = lab.source.resolve()
+    return [p for p in closure(lab.source, code_dir) if p != source]
 
 
 DATA_DECLARATION = "DATA_FILES"  # in a code/ module: the data files it reads (repository paths), bundled too
@@ -164,7 +165,10 @@ DATA_DECLARATION = "DATA_FILES"  # in a code/ module: the data files it reads (r
 
 @lru_cache(maxsize=256)
 def _declared_data(path: Path, mtime_ns: int) -> tuple[str, ...]:
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    text = path.read_text(encoding="utf-8")
+    if DATA_DECLARATION not in text:  # most modules: no syntax tree needed
+        return ()
+    for node in ast.parse(text).body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == DATA_DECLARATION
                                                 for t in node.targets):
             try:
@@ -356,6 +360,9 @@ def _commit(item: Planned, nb: Any, cache_dir: Path, cwd: Path) -> Path:
             page.write(staging / LABS_DIR / f"{lab.name}.ipynb", title(lab.uri, cwd) or lab.name, staging, lab.source)
         except page.PageError as exc:  # e.g. a formula KaTeX rejects: reported like a cell that fails
             raise LabError(f"动手实验 {lab.where} 的页面无法生成：\n{exc}") from exc
+        from llmsite.labs import stored  # imports this module
+
+        stored.prepare(staging, lab)  # what the build derives from the entry, so that it only reads it
         (staging / "inputs.json").write_text(
             json.dumps(item.key.inputs, indent=1, sort_keys=True, ensure_ascii=False), encoding="utf-8"
         )
@@ -397,6 +404,8 @@ def run(
     def timed(item: Planned) -> tuple[Any, float]:
         t0 = time.perf_counter()
         return _kernel_run(item, cwd), t0
+
+    from concurrent.futures import ThreadPoolExecutor, as_completed  # only when executing: not on a warm build
 
     with ThreadPoolExecutor(max_workers=workers_for(len(stale)), thread_name_prefix="lab") as pool:
         futures = {pool.submit(timed, item): item for item in stale}

@@ -5,7 +5,8 @@
   and adds for each lab a page ``labs/<name>.ipynb`` (URL ``labs/<name>/``) whose body the lab worker
   rendered into the cache entry (``llmsite/labs/page.py``), and the notebook offered for download,
   ``labs/<name>/<name>.ipynb``: the executed one with a first cell that writes the ``code/`` files it
-  imports (``labs.published``). The MkDocs process imports neither mkdocs-jupyter, nbconvert nor jupytext.
+  imports (``labs.published``). Both are read as stored in the entry (``llmsite/labs/stored.py``). The MkDocs
+  process imports neither mkdocs-jupyter, nbconvert nor jupytext.
 - ``page_content``: the cached body in place of the page's placeholder, its table of contents, ``.md`` /
   ``.ipynb`` links resolved like Markdown links, a download button and, under the title, a visible
   download link saying what the notebook needs.
@@ -23,8 +24,6 @@ import posixpath
 import re
 import time
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
@@ -35,7 +34,7 @@ from mkdocs.utils import get_relative_url
 
 from llmsite import labs, report, worker
 from llmsite.labs import images as lab_images
-from llmsite.labs import page as lab_page
+from llmsite.labs import stored as lab_stored
 from llmsite.problems import Problem
 
 log = logging.getLogger("mkdocs.plugins.llmsite.labs")
@@ -127,22 +126,19 @@ class Labs:
             entry = labs.entry_dir(lab, item.key)
             if not item.cached:
                 raise PluginError(f"动手实验 {lab.name} 的缓存条目不完整：{entry}")
-            body, toc = lab_page.read(entry)
             try:
-                extracted = lab_images.extract(body, f"动手实验 {lab.name}")
+                stored = lab_stored.page(entry, f"动手实验 {lab.name}")  # plots as files, stored in the entry
             except lab_images.ImageError as exc:
                 raise PluginError(str(exc)) from exc
-            body = extracted.body
             images = {}
-            for name, data in extracted.files.items():
+            for name, data in stored.images.items():
                 images[name] = File.generated(config, f"{labs.LABS_DIR}/{lab.name}/{name}", content=data)
                 files.append(images[name])
-            bundled_paths = labs.bundled_files(lab)
             download = File.generated(config, f"{labs.LABS_DIR}/{lab.name}/{lab.name}.ipynb",
-                                      content=_download(item.notebook(), lab, list(bundled_paths.values())))
+                                      content=lab_stored.download(entry, lab))
             files.append(download)
-            bundled = tuple(bundled_paths)
-            self.pages[lab.uri] = LabPage(lab, body, toc, download, bundled, images)
+            bundled = tuple(labs.bundled_files(lab))
+            self.pages[lab.uri] = LabPage(lab, stored.body, stored.toc, download, bundled, images)
 
     def problems(self) -> list[Problem]:
         """The labs that failed in this build, for the preview's banner."""
@@ -197,18 +193,6 @@ class Labs:
         labs_dir = labs.ROOT / labs.LABS_DIR
         if labs_dir.is_dir():
             server.watch(str(labs_dir))
-
-
-def _download(notebook: Path, lab: labs.Lab, bundled: list[Path]) -> bytes:
-    """The notebook offered for download (``labs.published``), remembered while none of its inputs changes:
-    under ``mkdocs serve`` a save that touches no lab does not serialise every notebook again."""
-    state = tuple((str(p), (s := p.stat()).st_size, s.st_mtime_ns) for p in [notebook, lab.source, *bundled])
-    return _published(notebook, lab.name, lab.source, state)
-
-
-@lru_cache(maxsize=64)
-def _published(notebook: Path, name: str, source: Path, state: object) -> bytes:
-    return labs.published(notebook, labs.Lab(name, source))
 
 
 def _links(content: str, page: Any, files: Any, lab: labs.Lab) -> str:
