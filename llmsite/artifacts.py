@@ -45,6 +45,7 @@ PIPELINE_VERSION = "1"
 DECLARATION = "BUILD_ARTIFACTS"
 ENV_PREFIX = "LLM_ARTIFACT_"
 LIBRARIES = ("torch", "numpy")
+_SOURCE = build_cache.source_digest(__file__)
 
 
 def artifacts_dir() -> Path:
@@ -83,6 +84,12 @@ def _declared(path: Path, mtime_ns: int) -> tuple[Artifact, ...]:
     text = path.read_text(encoding="utf-8")
     if DECLARATION not in text:
         return ()
+    # Kept on disk for the next process (a warm build parses no syntax tree); an error is never stored.
+    parts = (_SOURCE, str(path), str(path.resolve()), text)
+    return build_cache.remembered("artifacts-declared", parts, lambda: _parse_declared(path, text))
+
+
+def _parse_declared(path: Path, text: str) -> tuple[Artifact, ...]:
     tree = ast.parse(text, filename=str(path))
     found = []
     for node in tree.body:

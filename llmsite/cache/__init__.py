@@ -8,17 +8,24 @@ graph of ``code/`` that the keys are computed from.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from pathlib import Path
+from typing import TypeVar, cast
 
-from llmsite import numerics
+from llmsite import atomic, numerics
+from llmsite.paths import CACHE
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,27 @@ def _version(name: str) -> str:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return "missing"
+
+
+def remembered(kind: str, parts: tuple[str, ...], compute: Callable[[], T]) -> T:
+    """``compute()``, or what it returned in an earlier process for the same ``parts``: pickled under
+    ``<cache>/<kind>/``, written atomically. For a result that is a function of ``parts`` alone (a file's path and
+    text, and the source of the code that reads it); an exception is raised again next time, never stored. A
+    damaged entry is computed again; a cache that cannot be written only costs time."""
+    digest = hashlib.sha256("\0".join((kind, *parts)).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    path = CACHE / kind / f"{digest}.pickle"
+    with contextlib.suppress(OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError,
+                             ValueError):
+        return cast(T, pickle.loads(path.read_bytes()))
+    result = compute()
+    with contextlib.suppress(OSError):
+        atomic.write_bytes(path, pickle.dumps(result))
+    return result
+
+
+def source_digest(module_file: str) -> str:
+    """A digest of a module's own source, for ``remembered``: the results of older code are not reused."""
+    return hashlib.sha256(Path(module_file).read_bytes()).hexdigest()[:16]
 
 
 def staging_dir(root: Path, name: str) -> Path:

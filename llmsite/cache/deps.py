@@ -308,8 +308,13 @@ def definition_deps(roots: list[tuple[Path, str | None]], code_dir: Path = CODE)
 
     Remembered for the life of the process while no Python file under ``code_dir`` changes (and none of the
     roots, which may lie outside it, such as a lab's source): ``mkdocs serve`` plans every figure and lab on
-    each rebuild, and a save that does not touch code then costs a few dozen ``stat`` calls.
+    each rebuild, and a save that does not touch code then costs a few dozen ``stat`` calls. Within one build
+    (``build_snapshot``) the same roots are looked up once (a figure's key and the artifacts it uses both ask).
     """
+    return per_build(("definition_deps", tuple(roots)), lambda: _definition_deps_now(roots, code_dir), code_dir)
+
+
+def _definition_deps_now(roots: list[tuple[Path, str | None]], code_dir: Path) -> DefinitionDeps:
     resolved = tuple((p.resolve(), n) for p, n in roots)
     outside = tuple(sorted({(str(p), p.stat().st_mtime_ns) for p, _ in resolved}))
     return _remembered(resolved, code_dir.resolve(), _tree_state(code_dir.resolve()), outside)

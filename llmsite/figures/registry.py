@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
+from llmsite.cache import remembered, source_digest
 from llmsite.paths import CODE, rel
 
 FIGURES_DIR = "figures"
@@ -21,6 +22,7 @@ DATA_DECORATOR = "figure_data"  # @figure_data("name", view="heatmap"): the data
 VIEWS = ("heatmap", "bars")  # the views docs/assets/javascripts/figures.js draws
 ANSWER_DECORATOR = "exercise_answer"  # @exercise_answer("name"): an exercise's answer, computed like a figure
 ANSWER_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_SOURCE = source_digest(__file__)  # this reader's own code: what it parsed with older code is not reused
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,8 @@ def parse_module(path: Path) -> list[FigureSpec]:
 
 @lru_cache(maxsize=256)
 def _parse_text(path: Path, text: str) -> tuple[FigureSpec, ...]:
-    return tuple(_parse(path, text))
+    # Also kept on disk for the next process: a warm build parses no syntax tree (an error is never stored).
+    return remembered("registry", ("figures", _SOURCE, str(path), text), lambda: tuple(_parse(path, text)))
 
 
 def _parse(path: Path, text: str) -> list[FigureSpec]:
@@ -190,6 +193,10 @@ def parse_answers(path: Path) -> list[AnswerSpec]:
 
 @lru_cache(maxsize=256)
 def _parse_answers_text(path: Path, text: str) -> tuple[AnswerSpec, ...]:
+    return remembered("registry", ("answers", _SOURCE, str(path), text), lambda: _parse_answers(path, text))
+
+
+def _parse_answers(path: Path, text: str) -> tuple[AnswerSpec, ...]:
     tree = ast.parse(text, filename=str(path))
     found: list[AnswerSpec] = []
     for node, call, where in _decorated(tree, path, ANSWER_DECORATOR):
