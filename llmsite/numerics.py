@@ -11,9 +11,10 @@ result computed under another.
 
 On every machine it also asks for one thread (``SERIAL``). A sum split over threads is added up in another order
 (MKL promises reproducible results only for a fixed number of threads), so a lab executed on 8 cores may print
-other digits than on 2. The course's models are small enough that a second thread gains little, and the test suite's workers, three
-on two cores beside the site build, no longer spin waiting for each other's threads: tests/code and three claims
-files on 3 workers used 114 and 135 CPU seconds with one thread against 190 and 225 without (two alternating runs).
+other digits than on 2. The course's models are small enough that a second thread gains little, and the test
+suite's workers, three on two cores beside the site build, no longer spin waiting for each other's threads:
+tests/code and three claims files on 3 workers used 114 and 135 CPU seconds with one thread against 190 and 225
+without (two alternating runs).
 """
 
 from __future__ import annotations
