@@ -8,13 +8,6 @@ only when set before torch loads, so ``llmsite`` calls ``pin()`` when it is impo
 tests) and every process it starts (artifact trainers, figure workers, lab kernels) inherits them. A value set
 by the user is kept, and ``fingerprint()`` enters every cache key, so a different choice never reads a cached
 result computed under another.
-
-On every machine it also asks for one thread (``SERIAL``). A sum split over threads is added up in another order
-(MKL promises reproducible results only for a fixed number of threads), so a lab executed on 8 cores may print
-other digits than on 2. The course's models are small enough that a second thread gains little, and the test
-suite's workers, three on two cores beside the site build, no longer spin waiting for each other's threads:
-tests/code and three claims files on 3 workers used 114 and 135 CPU seconds with one thread against 190 and 225
-without (two alternating runs).
 """
 
 from __future__ import annotations
@@ -23,7 +16,6 @@ import os
 import platform
 
 PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
-SERIAL = {"OMP_NUM_THREADS": "1"}  # on every machine; OpenMP sizes PyTorch's and MKL's thread pools from it
 X86 = ("x86_64", "amd64", "i386", "i686")
 
 
@@ -32,13 +24,14 @@ def applies() -> bool:
 
 
 def pin() -> None:
-    """Set the variables that are not set yet: one thread everywhere, the kernels on x86 only."""
-    for name, value in {**SERIAL, **(PINNED if applies() else {})}.items():
-        os.environ.setdefault(name, value)
+    """Set the pinned variables that are not set yet (x86 only; elsewhere the kernels are left as they are)."""
+    if applies():
+        for name, value in PINNED.items():
+            os.environ.setdefault(name, value)
 
 
 def fingerprint() -> str:
-    """The machine kind, kernel choice and threads in force, e.g. ``x86_64 ATEN_CPU_CAPABILITY=avx2 ...``."""
+    """The machine kind and the kernel choice in force, e.g. ``x86_64 ATEN_CPU_CAPABILITY=avx2 ...``."""
     parts = [platform.machine().lower() or "unknown"]
-    parts += [f"{name}={os.environ.get(name, '')}" for name in {**PINNED, **SERIAL}]
+    parts += [f"{name}={os.environ.get(name, '')}" for name in PINNED]
     return " ".join(parts)
