@@ -63,12 +63,22 @@ def tree(root: int) -> dict[int, tuple[int, float]]:
 def used_between(before: dict[int, tuple[int, float]], after: dict[int, tuple[int, float]]) -> float:
     """CPU seconds the tree used between two snapshots.
 
-    A process that ended was reaped by its parent, whose children's CPU (cutime) then holds all of it, including
-    what ``before`` already counted: that part is taken off again. A process whose parent ended too was reaped
-    outside the tree (its CPU since ``before`` is lost, and not taken off twice)."""
+    A process that ended was reaped by its parent, and that parent's children's CPU (cutime) then holds all of it,
+    including what ``before`` already counted. When a whole chain ends (Chromium closing: renderers reaped by the
+    zygote, the zygote by the browser, the browser by Playwright's driver), its CPU climbs the chain to the nearest
+    ancestor still alive. So for every process that ended, what ``before`` counted is taken off again if any of its
+    ancestors (as ``before`` saw them) is still in the tree. A process re-parented to init (its parent ended first)
+    and reaped there cannot be told apart from that: its CPU is lost and what ``before`` counted is taken off, so
+    the figure stays a lower bound."""
     used = sum(cpu - before.get(pid, (0, 0.0))[1] for pid, (_, cpu) in after.items())
     for pid, (ppid, cpu) in before.items():
-        if pid not in after and ppid in after:
+        if pid in after:
+            continue
+        seen = {pid}
+        while ppid in before and ppid not in after and ppid not in seen:  # climb through the ended ancestors
+            seen.add(ppid)
+            ppid = before[ppid][0]
+        if ppid in after:
             used -= cpu
     return used
 
