@@ -67,17 +67,20 @@ def test_chinese_glyphs_come_from_the_cjk_font(built_repo: Repo) -> None:
     assert len(glyphs) >= len(hanzi)
 
 
+# The function changed is in a library module that a figure module imports, and no trained model uses it: changing
+# one that a model's training reaches (positional_encoding.apply_rope, before) retrained llama-vs-gpt here twice,
+# once edited and once restored (62 and 58 CPU s of a run, r15), to check nothing this test asserts.
 def test_a_comment_rebuilds_nothing_and_a_changed_function_only_its_figures(built_repo: Repo) -> None:
-    module = built_repo.root / "code" / "positional_encoding.py"
+    module = built_repo.root / "code" / "llama.py"
     original = module.read_text(encoding="utf-8")
     try:
         module.write_text(original + "\n# 一处无关紧要的修改\n", encoding="utf-8")
         assert set(status_lines(built_repo.run().stdout).values()) == {"缓存"}
-        edit_definition(module, "apply_rope")
+        edit_definition(module, "rope_scores")
         states = status_lines(built_repo.run().stdout)
         uses = declared_names(built_repo)
-        users = {n for n, d in uses.items() if "apply_rope" in d.get("code/positional_encoding.py", [])}
-        assert users, "some figure must use apply_rope"
+        users = {n for n, d in uses.items() if "rope_scores" in d.get("code/llama.py", [])}
+        assert users, "some figure must use rope_scores"
         assert {n for n, s in states.items() if s == "生成"} == users
         assert {n for n, s in states.items() if s == "缓存"} == set(states) - users
     finally:
