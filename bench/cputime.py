@@ -27,21 +27,24 @@ LOG_ENV = "LLM_CPU_LOG"
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _stat(pid: str) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds of the process and its reaped children) from /proc/<pid>/stat."""
+def _stat(pid: str) -> tuple[int, float, float] | None:
+    """(parent pid, CPU seconds of the process itself, CPU seconds of the children it has reaped) from /proc."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces and parentheses
     # fields after the name, from 0: state, ppid, ..., utime (11), stime (12), cutime (13), cstime (14)
-    ppid = int(fields[1])
-    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))
-    return ppid, ticks / _TICKS
+    own = (int(fields[11]) + int(fields[12])) / _TICKS
+    reaped = (int(fields[13]) + int(fields[14])) / _TICKS
+    return int(fields[1]), own, reaped
 
 
-def tree(root: int) -> dict[int, tuple[int, float]]:
-    """``root`` and every live process below it: {pid: (parent pid, CPU seconds so far)}."""
+Snapshot = dict[int, tuple[int, float, float]]  # {pid: (parent pid, own CPU s, reaped children's CPU s)}
+
+
+def tree(root: int) -> Snapshot:
+    """``root`` and every live process below it."""
     stats = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -49,7 +52,7 @@ def tree(root: int) -> dict[int, tuple[int, float]]:
             if stat is not None:
                 stats[int(entry)] = stat
     children: dict[int, list[int]] = defaultdict(list)
-    for pid, (ppid, _) in stats.items():
+    for pid, (ppid, _, _) in stats.items():
         children[ppid].append(pid)
     found, todo = {}, [root]
     while todo:
@@ -60,18 +63,21 @@ def tree(root: int) -> dict[int, tuple[int, float]]:
     return found
 
 
-def used_between(before: dict[int, tuple[int, float]], after: dict[int, tuple[int, float]]) -> float:
-    """CPU seconds the tree used between two snapshots.
+def used_between(before: Snapshot, after: Snapshot) -> float:
+    """CPU seconds the tree used between two snapshots (a lower bound).
 
-    A process that ended was reaped by its parent, and that parent's children's CPU (cutime) then holds all of it,
-    including what ``before`` already counted. When a whole chain ends (Chromium closing: renderers reaped by the
-    zygote, the zygote by the browser, the browser by Playwright's driver), its CPU climbs the chain to the nearest
-    ancestor still alive. So for every process that ended, what ``before`` counted is taken off again if any of its
-    ancestors (as ``before`` saw them) is still in the tree. A process re-parented to init (its parent ended first)
-    and reaped there cannot be told apart from that: its CPU is lost and what ``before`` counted is taken off, so
-    the figure stays a lower bound."""
-    used = sum(cpu - before.get(pid, (0, 0.0))[1] for pid, (_, cpu) in after.items())
-    for pid, (ppid, cpu) in before.items():
+    Every live process counts what it used itself and what the children it reaped in between had used in their
+    whole lives. Part of that was already counted by ``before``: a process that ended between the snapshots,
+    whose CPU then climbs to the nearest ancestor still alive (a chain ending together: renderers reaped by the
+    zygote, the zygote by the browser, the browser by Playwright's driver). So what ``before`` counted for the
+    ended processes under each surviving ancestor is taken off again, but never more than that ancestor's reaped
+    CPU grew: when Chromium closes, its renderers are often re-parented and reaped outside the tree, and their CPU
+    never reaches it (taking it off anyway made tests' CPU negative, -492 s once)."""
+    used, climbed = 0.0, defaultdict(float)
+    for pid, (_, own, reaped) in after.items():
+        _, own0, reaped0 = before.get(pid, (0, 0.0, 0.0))
+        used += (own - own0) + (reaped - reaped0)
+    for pid, (ppid, own, reaped) in before.items():
         if pid in after:
             continue
         seen = {pid}
@@ -79,7 +85,10 @@ def used_between(before: dict[int, tuple[int, float]], after: dict[int, tuple[in
             seen.add(ppid)
             ppid = before[ppid][0]
         if ppid in after:
-            used -= cpu
+            climbed[ppid] += own + reaped
+    for pid, counted in climbed.items():
+        grew = after[pid][2] - before.get(pid, (0, 0.0, 0.0))[2]
+        used -= min(counted, max(grew, 0.0))
     return used
 
 

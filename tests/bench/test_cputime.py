@@ -1,5 +1,6 @@
-"""bench/cputime.py: the CPU a test used, counted once, when the processes it started end in a chain (Chromium
-closing: renderers reaped by the zygote, the zygote by the browser, the browser by the driver)."""
+"""bench/cputime.py: the CPU a test used, counted once when the processes it started end in a chain (Chromium
+closing: renderers reaped by the zygote, the zygote by the browser, the browser by the driver), and never taken
+off when it never reached the tree."""
 
 from __future__ import annotations
 
@@ -16,17 +17,25 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="re
 
 
 def test_a_chain_that_ends_is_counted_once() -> None:
-    # root 1 -> driver 2 -> browser 3 -> zygote 4 -> renderer 5; {pid: (parent, CPU so far)}
-    before = {1: (0, 10.0), 2: (1, 1.0), 3: (2, 5.0), 4: (3, 0.5), 5: (4, 20.0)}
+    # root 1 -> driver 2 -> browser 3 -> zygote 4 -> renderer 5; {pid: (parent, own CPU, reaped children's CPU)}
+    before = {1: (0, 10.0, 0.0), 2: (1, 1.0, 0.0), 3: (2, 5.0, 0.0), 4: (3, 0.5, 0.0), 5: (4, 20.0, 0.0)}
     # Between the snapshots the renderer used 2 s more, then the chain ended: the driver reaped the browser, whose
-    # total (its own 5 s, the zygote's 0.5 s and the renderer's 22 s) now sits in the driver's cutime.
-    after = {1: (0, 10.0), 2: (1, 1.0 + 5.0 + 0.5 + 22.0)}
+    # total (its own 5 s, the zygote's 0.5 s and the renderer's 22 s) is now the driver's reaped CPU.
+    after = {1: (0, 10.0, 0.0), 2: (1, 1.0, 5.0 + 0.5 + 22.0)}
     assert cputime.used_between(before, after) == pytest.approx(2.0)
 
 
+def test_a_chain_reaped_outside_the_tree_is_lost_not_taken_off() -> None:
+    # The browser (3, 5 s) is reaped by the driver, but its renderer (4, 300 s) was re-parented and reaped
+    # elsewhere: only the browser's 5.2 s reach the tree, and no more than that is taken off.
+    before = {1: (0, 10.0, 0.0), 2: (1, 1.0, 0.0), 3: (2, 5.0, 0.0), 4: (3, 300.0, 0.0)}
+    after = {1: (0, 10.0, 0.0), 2: (1, 1.0, 5.2)}
+    assert cputime.used_between(before, after) == 0.0
+
+
 def test_new_and_living_processes_count_what_they_used() -> None:
-    before = {1: (0, 10.0), 2: (1, 1.0)}
-    after = {1: (0, 10.5), 2: (1, 2.0), 3: (2, 0.25)}
+    before = {1: (0, 10.0, 0.0), 2: (1, 1.0, 0.0)}
+    after = {1: (0, 10.5, 0.0), 2: (1, 1.5, 0.5), 3: (2, 0.25, 0.0)}
     assert cputime.used_between(before, after) == pytest.approx(1.75)
 
 
@@ -56,8 +65,8 @@ def test_real_grandchild_chain(tmp_path: Path) -> None:
             time.sleep(0.01)
         me = __import__("os").getpid()
         before = cputime.tree(me)
-        assert child.pid in before and any(ppid == child.pid for ppid, _ in before.values())
-        grandchild_cpu = max(cpu for ppid, cpu in before.values() if ppid == child.pid)
+        assert child.pid in before and any(ppid == child.pid for ppid, _, _ in before.values())
+        grandchild_cpu = max(own for ppid, own, _ in before.values() if ppid == child.pid)
         assert grandchild_cpu >= 0.5
         go.write_text("go")
         child.wait(timeout=60)
