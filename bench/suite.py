@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 import xml.etree.ElementTree as ET
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +90,24 @@ def cpu_tables(log: Path) -> list[str]:
     return lines
 
 
+def page_tables(log: Path, top: int = 15) -> list[str]:
+    """tests/conftest.py's ``<LLM_CPU_LOG>.pages`` (the HTML pages each test's browser context loaded): the pages
+    loaded most often, and the test files that load the most pages."""
+    by_page: Counter[str] = Counter()
+    by_file: Counter[str] = Counter()
+    for line in log.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        by_page.update(record["pages"])
+        by_file[record["nodeid"].split("::", 1)[0]] += len(record["pages"])
+    loads = sum(by_page.values())
+    lines = [f"页面载入（浏览器测试打开或即时导航取回的 HTML）：共 {loads} 次，{len(by_page)} 个不同的页面", ""]
+    lines += ["| 页面 | 次数 |", "| --- | ---: |"]
+    lines += [f"| `{page}` | {n} |" for page, n in by_page.most_common(top)]
+    lines += ["", "| 文件 | 页面载入次数 |", "| --- | ---: |"]
+    lines += [f"| `{file}` | {n} |" for file, n in by_file.most_common(top)]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", type=Path)
@@ -117,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| `{c.file}::{c.name}` | {c.seconds:.1f} |")
     if args.cpu:
         lines += ["", *cpu_tables(args.cpu)]
+        pages = args.cpu.with_name(args.cpu.name + ".pages")
+        if pages.is_file():
+            lines += ["", *page_tables(pages)]
     print("\n".join(lines))
     return 0
 

@@ -348,6 +348,7 @@ class PageLog:
     requests: list[str] = field(default_factory=list)
     console_errors: list[str] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)
+    pages: list[str] = field(default_factory=list)  # HTML pages loaded (documents and instant-navigation fetches)
 
     def third_party(self) -> list[str]:
         bad = []
@@ -408,6 +409,23 @@ def figure_stats(page, figure: str) -> dict[str, str]:
     }""", figure)
 
 
+def _is_page(url: str) -> bool:
+    path = urlsplit(url).path
+    return path.endswith("/") or path.endswith(".html")
+
+
+def _log_pages(pages: list[str]) -> None:
+    """With ``LLM_CPU_LOG`` set (bench/cputime.py), append the pages a test's browser context loaded to
+    ``<LLM_CPU_LOG>.pages``, one JSON line per context: which heavy pages the suite opens, and how often."""
+    log = os.environ.get("LLM_CPU_LOG")
+    if not log or not pages:
+        return
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+    paths = [urlsplit(u).path for u in pages]
+    with open(f"{log}.pages", "a", encoding="utf-8") as out:  # one short line per write: appends do not interleave
+        out.write(json.dumps({"nodeid": test, "pages": paths}, ensure_ascii=False) + "\n")
+
+
 @contextlib.contextmanager
 def watched_page(browser, built_site: BuiltSite, **context_options: Any) -> Iterator[Any]:
     """A page in a new context (``context_options`` as for ``browser.new_context``; zh-CN unless given) that the site
@@ -418,6 +436,8 @@ def watched_page(browser, built_site: BuiltSite, **context_options: Any) -> Iter
 
     def on_request(request):
         log.requests.append(request.url)
+        if request.resource_type == "document" or (request.resource_type == "fetch" and _is_page(request.url)):
+            log.pages.append(request.url)  # opened, or fetched by Material's instant navigation
 
     def route(route):
         # Never let a request leave the machine; it is recorded (and reported) all the same.
@@ -449,6 +469,7 @@ def watched_page(browser, built_site: BuiltSite, **context_options: Any) -> Iter
         yield pg
     finally:
         context.close()
+        _log_pages(log.pages)
     problems = log.problems()
     if problems:
         pytest.fail("the page broke the site's rules:\n  " + "\n  ".join(problems), pytrace=False)
