@@ -4,6 +4,7 @@ off when it never reached the tree."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -63,7 +64,7 @@ def test_real_grandchild_chain(tmp_path: Path) -> None:
         while not burnt.exists():
             assert time.monotonic() < deadline and child.poll() is None
             time.sleep(0.01)
-        me = __import__("os").getpid()
+        me = os.getpid()
         before = cputime.tree(me)
         assert child.pid in before and any(ppid == child.pid for ppid, _, _ in before.values())
         grandchild_cpu = max(own for ppid, own, _ in before.values() if ppid == child.pid)

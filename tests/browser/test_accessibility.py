@@ -94,19 +94,19 @@ SAME_LOOK = (Path(__file__).with_name("same_look.js")).read_text(encoding="utf-8
 BY_LOOK = "*:not([data-llm-same-look])"
 
 
-def contrast_by_look(page) -> list[dict]:
-    """axe's colour-contrast violations, one element of each look checked (same_look.js)."""
-    page.evaluate(SAME_LOOK)
-    return axe_run(page, options={"runOnly": ["color-contrast"]}, selector=BY_LOOK)
-
-
-def page_violations(page) -> list[dict]:
-    """Every axe rule on the page as it stands, in one run, colour contrast checked once per look.
+def page_violations(page, options: dict | None = None) -> list[dict]:
+    """axe on the page as it stands (every rule unless ``options`` narrow them), in one run, colour contrast checked
+    on one element of each look (same_look.js).
 
     One run, not two (everything but colour contrast, then colour contrast by look): axe builds its tree of the
     page's nodes once per run, which on a long article is a large part of the run."""
     page.evaluate(SAME_LOOK)
-    return axe_run(page, selector=BY_LOOK)
+    return axe_run(page, options=options, selector=BY_LOOK)
+
+
+def contrast_by_look(page) -> list[dict]:
+    """axe's colour-contrast violations alone, one element of each look checked."""
+    return page_violations(page, {"runOnly": ["color-contrast"]})
 
 
 def check_page(page, url: str, scheme: str) -> list[dict]:
