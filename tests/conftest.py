@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,6 +181,25 @@ def once_per_run(name: str, compute) -> dict:
             tmp.write_text(json.dumps(compute()), encoding="utf-8")
             os.replace(tmp, result)
     return json.loads(result.read_text(encoding="utf-8"))
+
+
+def computed_once(name: str, compute: Callable[[], Any]) -> Any:
+    """``compute()`` run once per run by whichever worker asks first, pickled into the shared folder and read back
+    by every other worker: for a test's own recomputation (not JSON: tensors) that tests in several files use. Not
+    under pytest (no shared folder), it is simply computed."""
+    import pickle
+
+    if SHARED_ENV not in os.environ:
+        return compute()
+    from filelock import FileLock
+
+    result = shared_dir() / f"{name}.pickle"
+    with FileLock(str(shared_dir() / f"{name}.lock")):
+        if not result.exists():
+            tmp = result.with_suffix(".part")
+            tmp.write_bytes(pickle.dumps(compute()))
+            os.replace(tmp, result)
+    return pickle.loads(result.read_bytes())
 
 
 # Files worth a look after the run (screenshots); listed in the terminal summary of the controlling process.

@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tests.conftest import computed_once
+
 from . import claims
 from .claims import Claim, approx, below_power_of_ten, holds
 
@@ -176,7 +178,12 @@ class LastPosition(nn.Module):
 @cache
 def greedy_poems(name: str) -> tuple[list[str], torch.Tensor]:
     """Every held-out head set, written greedily without a cache (the whole sequence each step); also each line's
-    probability of its required head at the step that starts the line."""
+    probability of its required head at the step that starts the line. Computed once per run: the browser test of
+    the article's figure (another worker) reads the same poems (tests/conftest.py: ``computed_once``)."""
+    return computed_once(f"lora-greedy-poems-{name}", lambda: _greedy_poems(name))
+
+
+def _greedy_poems(name: str) -> tuple[list[str], torch.Tensor]:
     heads = held_heads()
     seqs = torch.tensor([prompt_ids(h) for h in heads])
     P = seqs.size(1)
