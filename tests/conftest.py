@@ -128,6 +128,7 @@ def pytest_xdist_auto_num_workers(config) -> int:
 STARTERS = ("tests/site/test_built_html.py", "tests/site/test_properdocs.py")
 LONGEST = (
     "tests/browser/test_accessibility.py", "tests/site/test_incremental.py", "tests/labs/test_real_labs.py",
+    "tests/site/test_pdf.py",
     "tests/figures/test_pipeline.py", "tests/labs/test_pipeline.py", "tests/browser/test_progress.py",
     "tests/scaffold/test_new_article.py", "tests/exercises/test_pipeline.py", "tests/browser/test_playground.py",
     "tests/browser/test_interactive_figures.py", "tests/browser/test_exercises.py",
