@@ -171,36 +171,31 @@ def shared_dir() -> Path:
     return Path(os.environ[SHARED_ENV])
 
 
-def once_per_run(name: str, compute) -> dict:
-    """``compute()`` (returning a JSON-able dict) run by the first worker that asks, read back by the others."""
+def _once(file: str, compute: Callable[[], Any], dump: Callable[[Any], bytes], load: Callable[[bytes], Any]) -> Any:
+    """``compute()`` run by the first worker that asks, under a file lock in the shared folder; stored atomically as
+    ``dump`` gives it, and read back (``load``) by every worker, the first included."""
     from filelock import FileLock
 
-    result = shared_dir() / f"{name}.json"
-    with FileLock(str(shared_dir() / f"{name}.lock")):
+    result = shared_dir() / file
+    with FileLock(str(result.with_suffix(".lock"))):
         if not result.exists():
             tmp = result.with_suffix(".part")
-            tmp.write_text(json.dumps(compute()), encoding="utf-8")
+            tmp.write_bytes(dump(compute()))
             os.replace(tmp, result)
-    return json.loads(result.read_text(encoding="utf-8"))
+    return load(result.read_bytes())
+
+
+def once_per_run(name: str, compute: Callable[[], dict]) -> dict:
+    """``compute()`` (returning a JSON-able dict) run by the first worker that asks, read back by the others."""
+    return _once(f"{name}.json", compute, lambda v: json.dumps(v).encode("utf-8"), json.loads)
 
 
 def computed_once(name: str, compute: Callable[[], Any]) -> Any:
-    """``compute()`` run once per run by whichever worker asks first, pickled into the shared folder and read back
-    by every other worker: for a test's own recomputation (not JSON: tensors) that tests in several files use. Not
-    under pytest (no shared folder), it is simply computed."""
+    """``once_per_run`` for a test's own recomputation that tests in several files use and that JSON cannot hold
+    (tensors): pickled into the shared folder."""
     import pickle
 
-    if SHARED_ENV not in os.environ:
-        return compute()
-    from filelock import FileLock
-
-    result = shared_dir() / f"{name}.pickle"
-    with FileLock(str(shared_dir() / f"{name}.lock")):
-        if not result.exists():
-            tmp = result.with_suffix(".part")
-            tmp.write_bytes(pickle.dumps(compute()))
-            os.replace(tmp, result)
-    return pickle.loads(result.read_bytes())
+    return _once(f"{name}.pickle", compute, pickle.dumps, pickle.loads)
 
 
 # Files worth a look after the run (screenshots); listed in the terminal summary of the controlling process.

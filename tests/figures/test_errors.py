@@ -52,7 +52,8 @@ def test_a_raising_figure_names_figure_module_article_and_traceback(repo: Repo) 
     module = "code/figures/transformer_attention.py"
     names = [name for name, files in declared_names(repo).items() if module in files]
     assert names[-1] == "broken-figure" and len(names) > 3, names
-    proc = repo.run(*[arg for name in names for arg in ("--only", name)], check=False)
+    only = [arg for name in names for arg in ("--only", name)]
+    proc = repo.run(*only, check=False)
     assert proc.returncode != 0
     err = proc.stderr
     assert "broken-figure" in err
@@ -64,7 +65,7 @@ def test_a_raising_figure_names_figure_module_article_and_traceback(repo: Repo) 
     assert states and set(states.values()) == {"生成"}
     assert not (repo.cache / "broken-figure").exists() or not any((repo.cache / "broken-figure").iterdir())
     assert not list(repo.cache.glob(".tmp-*"))
-    rerun = repo.run(*[arg for name in names for arg in ("--only", name)], check=False)
+    rerun = repo.run(*only, check=False)
     assert status_lines(rerun.stdout) == dict.fromkeys(states, "缓存")  # every figure drawn before the failure was kept
 
 
