@@ -16,7 +16,7 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 
-from llmsite import minify, offline, paths
+from llmsite import minify, offline, paths, presettle
 from llmsite.cache import deps
 from llmsite.content.articles import Site, body_with_snippets
 from llmsite.content.memo import ArticleMemo
@@ -55,6 +55,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.playground = Playground(serving=False)  # trained models that run in the browser
         self.banner = Banner()
         self.csp: csp.Policy | None = None  # this build's Content-Security-Policy (not under serve)
+        self.early = ""  # the last script in <head> (llmsite.presettle), for this build's palette
         # Under ``python -m llmsite serve`` the server adds the banner to the HTML it sends (the written pages
         # stay identical to a clean build); under ``mkdocs serve`` it is written into every page.
         self.banner_in_pages = True
@@ -83,6 +84,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         # not under serve: its live-reload script is injected after the build and would be blocked
         on = self.config.content_security_policy and not self.serving
         self.csp = csp.Policy(config, CSP_HASHES) if on else None
+        self.early = presettle.early_script(config["theme"].get("palette"))
         return config
 
     @event_priority(100)  # before other plugins read the files (the tags plugin, search)
@@ -125,7 +127,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
     def on_page_content(self, html: str, *, page: Any, config: Any, files: Any) -> str:
         if self.listings is not None:
             html = self.listings.fill(html, page.file.src_uri)
-        return self.labs.page_content(html, page, files)
+        return presettle.code_blocks(self.labs.page_content(html, page, files))
 
     @event_priority(-50)  # after Material's search plugin has indexed the page's text (formulas as TeX)
     def on_page_context(self, context: Any, *, page: Any, config: Any, nav: Any) -> Any:
@@ -135,7 +137,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
 
     @event_priority(-100)  # last: the policy lists the inline scripts of the page as it is written
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
-        output = self.labs.add_stylesheet(output, page)
+        output = presettle.inject(self.labs.add_stylesheet(output, page), self.early)  # after every stylesheet
         if self.banner_in_pages:  # problems exist only under serve: a build stopped on them
             output = self.banner.inject(output)
         return self._csp_meta(output)
@@ -144,6 +146,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
     def on_post_template(self, output_content: str, *, template_name: str, config: Any) -> str:
         if not template_name.endswith(".html"):
             return output_content
+        output_content = presettle.inject(output_content, self.early)
         if self.banner_in_pages:
             output_content = self.banner.inject(output_content)
         return self._csp_meta(output_content)

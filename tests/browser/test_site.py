@@ -315,6 +315,73 @@ def _palette_round_trip(page, article: str, preference: str, scheme: str, colour
     assert _scheme(page) == scheme and _palette_toggle(page).count() == 1
 
 
+# From the moment the page starts parsing: every change, made once <body> exists, that makes Chromium recompute the
+# style of the whole page or of a code block (llmsite/presettle.py, issue 29). A record counts only when the value
+# really changed (Material sets some attributes to the value they already have: that costs nothing).
+WATCH_PAGE_WIDE = """(() => {
+  window.__pageWide = [];
+  const note = what => window.__pageWide.push(what);
+  new MutationObserver(records => {
+    if (!document.body) return;  // made while only <head> existed: cheap, and what llmsite/presettle.py does
+    for (const r of records) {
+      const t = r.target;
+      if (r.type === 'attributes') {
+        const name = r.attributeName, now = t.getAttribute(name), change = `${name}: ${r.oldValue} -> ${now}`;
+        if (now === r.oldValue) continue;
+        if (t === document.documentElement && name === 'class') note(`<html> ${change}`);
+        else if (t.matches('link[rel~=stylesheet]') && name === 'href') note(`stylesheet ${change}`);
+        else if (t.matches('meta[name=color-scheme]')) note(`color-scheme meta ${change}`);
+        else if (t.matches('pre > code') && name === 'class') note(`code block ${change}`);
+      } else {
+        for (const n of r.addedNodes) {
+          const watched = 'meta[name=color-scheme], link[rel~=stylesheet]';
+          if (n.nodeType === 1 && n.matches(watched)) note(`added ${n.outerHTML}`);
+        }
+      }
+    }
+  }).observe(document, {attributes: true, attributeOldValue: true, childList: true, subtree: true});
+})();"""
+SETTLED_STATE = """() => ({
+  root: [...document.documentElement.classList].sort(),
+  schemes: [...document.head.querySelectorAll('meta[name=color-scheme]')].map(m => m.content),
+  relative: [...document.head.querySelectorAll('[href], [src]')]
+    .map(e => e.getAttribute('href') ?? e.getAttribute('src')).filter(v => !/^(?:[a-z]+:)?\\/\\//i.test(v)),
+  lineBlocks: document.querySelectorAll('pre > code:has(> span[id])').length,
+  settledBlocks: document.querySelectorAll('pre > code.md-code__content:has(> span[id])').length,
+  copyButtons: document.querySelectorAll('pre:has(> code > span[id]) > .md-code__nav > .md-code__button').length,
+})"""
+
+
+@pytest.mark.parametrize("path", ["", f"articles/{ATTENTION}/", "labs/attention_lab/"],
+                         ids=["home", "attention", "lab"])
+def test_nothing_page_wide_changes_once_the_body_is_parsed(browser, site_server, built_site, path):
+    """Material's bundle used to recompute the whole page's style three times on load (stylesheet URLs rewritten,
+    classes on <html>, the colour-scheme meta) and each code block's once (bench/README.md, round twelve). The last
+    script in <head> now makes those changes before <body> exists, and the build writes the code blocks' class: the
+    page ends in the state Material would have made, and nothing page-wide changes after the body is parsed. For a
+    light and a dark system preference, and for a stored choice that differs from the system's."""
+    url = _url(site_server, path)
+    for preference, stored, colour in (("light", None, "light"), ("dark", None, "dark"), ("light", "slate", "dark")):
+        with watched_page(browser, built_site, color_scheme=preference) as page:
+            if stored:  # the reader chose the other palette on an earlier visit
+                page.goto(url)
+                _switch_palette(page, stored)
+            page.add_init_script(WATCH_PAGE_WIDE)
+            page.goto(url)
+            page.wait_for_function("() => document.querySelector('meta[name=\"theme-color\"]')")  # palette.js ran
+            page.wait_for_timeout(300)  # Material mounts code blocks as their size is first observed
+            case = f"/{path} ({preference} system, stored {stored})"
+            assert page.evaluate("() => window.__pageWide") == [], case
+            state = page.evaluate(SETTLED_STATE)
+            assert state["root"] == ["js", "js-focus-visible"], (case, state)
+            assert state["schemes"] == [colour], (case, state)
+            assert state["relative"] == [], (case, state)
+            assert state["settledBlocks"] == state["lineBlocks"], (case, state)
+            assert state["copyButtons"] == state["lineBlocks"], f"{case}: Material's copy buttons: {state}"
+    if path == f"articles/{ATTENTION}/":
+        assert state["lineBlocks"] > 0, "the article's code blocks have no line anchors: the check saw none"
+
+
 # --------------------------------------------------------------------------- fonts
 
 

@@ -37,7 +37,8 @@
   }
 
   // <meta name="color-scheme">：Material 的样式表给 default 配色 color-scheme: light、给 slate 配色 dark，
-  // 这里照着属性直接写，不读计算样式（载入时读它，就要先把整页的样式算一遍）
+  // 这里照着属性直接写，不读计算样式（载入时读它，就要先把整页的样式算一遍）。
+  // 载入时它已由 <head> 最后的脚本按同样的规则写好（llmsite/presettle.py），这里通常不用再改
   var SCHEMES = { "default": "light", slate: "dark" };
   function meta(name) {
     var node = document.head.querySelector('meta[name="' + name + '"]');

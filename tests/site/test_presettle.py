@@ -1,0 +1,69 @@
+"""llmsite/presettle.py: what the build does so that Material's bundle finds nothing page-wide to change on load.
+
+The browser side (nothing page-wide changes once <body> exists, and the page ends as Material would leave it) is
+tests/browser/test_site.py::test_nothing_page_wide_changes_once_the_body_is_parsed."""
+
+from __future__ import annotations
+
+import re
+
+from bs4 import BeautifulSoup
+
+from llmsite import presettle
+
+HIGHLIGHTED = ('<div class="highlight"><pre><span></span><code><span id="__span-0-1"><a id="__codelineno-0-1" '
+               'name="__codelineno-0-1" href="#__codelineno-0-1"></a>x = 1\n</span></code></pre></div>')
+
+
+def test_line_anchored_code_blocks_get_materials_class_and_nothing_else_does() -> None:
+    plain = '<pre><code>x = 1\n</code></pre><p>inline <code>x</code> and <code><span id="a">y</span></code></p>'
+    out = presettle.code_blocks(HIGHLIGHTED + plain)
+    soup = BeautifulSoup(out, "html.parser")
+    classes = [code.get("class") for code in soup.find_all("code")]
+    assert classes == [["md-code__content"], None, None, None], classes
+    assert presettle.code_blocks(out) == out, "a second pass changes nothing"
+    assert out.replace(' class="md-code__content"', "") == HIGHLIGHTED + plain, "only the class was added"
+
+
+def test_every_line_anchored_code_block_of_the_built_site_has_the_class(built_site) -> None:
+    seen = 0
+    for page in built_site.dir.rglob("*.html"):
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        for code in soup.select("pre > code"):
+            if code.find("span", id=True, recursive=False) is not None:
+                seen += 1
+                assert "md-code__content" in (code.get("class") or []), f"{page}: {str(code)[:120]}"
+    assert seen > 10, f"only {seen} line-anchored code blocks in the built site"
+
+
+def test_the_early_script_carries_the_palette_as_inert_json() -> None:
+    palette = [{"media": "(prefers-color-scheme: light)", "scheme": "default"},
+               {"media": "</script><script>alert(1)</script>", "scheme": "slate"},
+               {"scheme": "custom"}]
+    script = presettle.early_script(palette)
+    assert script.startswith("<script>") and script.endswith("</script>")
+    body = script[len("<script>"):-len("</script>")]
+    assert "</" not in body and "<script" not in body, "a value closed the element"
+    literal = re.search(r"o=(\[.*?\]\]),e,", body).group(1)
+    assert literal == ('[["(prefers-color-scheme: light)","light"],'
+                       '["\\u003c/script>\\u003cscript>alert(1)\\u003c/script>","dark"],["","normal"]]')
+    assert "o=[]," in presettle.early_script(None)
+    assert '["","light"]' in presettle.early_script({"scheme": "default"})  # a single palette, not a list
+
+
+def test_the_early_script_goes_last_in_head_of_every_built_page(built_site, content) -> None:
+    script = presettle.early_script(content.config["theme"]["palette"])  # mkdocs.yml's palette
+    assert '"(prefers-color-scheme: dark)","dark"' in script
+    pages = list(built_site.dir.rglob("*.html"))
+    assert len(pages) > 20
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        head = text[: text.index("</head>")]
+        assert head.count(script) == 1, f"{page}: the early script is not in <head> once"
+        assert head.rstrip().endswith(script), f"{page}: something follows the early script in <head>"
+
+
+def test_inject_leaves_a_page_without_head_alone() -> None:
+    assert presettle.inject("<p>x</p>", "<script>s</script>") == "<p>x</p>"
+    assert presettle.inject("<head><title>t</title></head><body></body>", "<script>s</script>") == (
+        "<head><title>t</title><script>s</script>\n</head><body></body>")
