@@ -16,6 +16,11 @@ for a change that could have been made while the page had no body yet:
 ``early_script`` makes the first three changes from the last script in ``<head>``, when they cost nothing; Material
 then finds nothing to change. ``code_blocks`` writes the class into the HTML. The page that results is the one
 Material would have made.
+
+Inserting any element into ``<article>`` restyles the whole article (a rule of Material's,
+``.md-typeset table:not([class]) + *``, and one of Chromium's MathML stylesheet end in a universal selector). So
+``ask_slots`` writes the empty paragraphs that ``feedback.js`` fills with its 「提问」 links (one after each ``h2``);
+filling one restyles that paragraph only. The correction bar's slot is in ``overrides/partials/content.html``.
 """
 
 from __future__ import annotations
@@ -75,3 +80,12 @@ def code_blocks(html: str) -> str:
     if "<code><span id=" not in html:
         return html
     return _CODE.sub(r'\1 class="md-code__content">', html)
+
+
+_H2_END = re.compile(r"</h2>")
+ASK_SLOT = '<p class="llm-ask"></p>'  # feedback.js fills it; empty, it takes no room (extra.css: .llm-ask:empty)
+
+
+def ask_slots(html: str) -> str:
+    """An article's ``html`` with an empty 「提问」 slot after every ``h2``."""
+    return _H2_END.sub("</h2>" + ASK_SLOT, html)

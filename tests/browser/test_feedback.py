@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.conftest import ROOT, follow_instantly, split_front_matter, wait_for_path
+from tests.conftest import ROOT, follow_instantly, split_front_matter, wait_for_path, watched_page
 
 pytestmark = pytest.mark.browser
 
@@ -94,6 +94,17 @@ def check_ask_links(page, built_site, content, slug: str) -> None:
 def test_every_section_has_one_ask_link(page, site_server, built_site, content):
     page.goto(site_server + f"articles/{ATTENTION}/")
     check_ask_links(page, built_site, content, ATTENTION)
+
+
+def test_without_javascript_the_empty_slots_take_no_room(browser, site_server, built_site):
+    """The build writes an empty 「提问」 slot after every h2 and a hidden 「纠错」 slot (feedback.js fills them, so
+    that nothing is inserted into <article>, issue 29). A reader without JavaScript sees neither: no box at all."""
+    with watched_page(browser, built_site, java_script_enabled=False) as page:
+        page.goto(site_server + f"articles/{ATTENTION}/")
+        boxes = page.evaluate("""() => [...document.querySelectorAll('article .llm-ask, article .llm-fix')]
+          .map(e => ({cls: e.className, empty: e.childNodes.length === 0, boxes: e.getClientRects().length}))""")
+    assert len(boxes) == len(headings(built_site, ATTENTION)) + 1, boxes
+    assert all(b["empty"] and b["boxes"] == 0 for b in boxes), boxes
 
 
 @pytest.mark.parametrize("path", ["", "articles/", "route/", "tags/", "about/"])

@@ -321,7 +321,8 @@ def _palette_round_trip(page, article: str, preference: str, scheme: str, colour
 WATCH_PAGE_WIDE = """(() => {
   window.__pageWide = [];
   const note = what => window.__pageWide.push(what);
-  new MutationObserver(records => {
+  let parsed = false;  // the parser has inserted the whole document (readyState 'interactive')
+  const handle = records => {
     if (!document.body) return;  // made while only <head> existed: cheap, and what llmsite/presettle.py does
     for (const r of records) {
       const t = r.target;
@@ -334,12 +335,23 @@ WATCH_PAGE_WIDE = """(() => {
         else if (t.matches('pre > code') && name === 'class') note(`code block ${change}`);
       } else {
         for (const n of r.addedNodes) {
-          const watched = 'meta[name=color-scheme], link[rel~=stylesheet]';
-          if (n.nodeType === 1 && n.matches(watched)) note(`added ${n.outerHTML}`);
+          if (n.nodeType !== 1) continue;
+          if (n.matches('meta[name=color-scheme], link[rel~=stylesheet]')) note(`added ${n.outerHTML}`);
+          // our feedback links go into slots the build wrote: inserted into <article>, they restyle all of it
+          if (parsed && t.matches('article') && n.matches('.llm-ask, .llm-fix')) {
+            note(`inserted into <article>: ${n.outerHTML.slice(0, 80)}`);
+          }
         }
       }
     }
-  }).observe(document, {attributes: true, attributeOldValue: true, childList: true, subtree: true});
+  };
+  const observer = new MutationObserver(handle);
+  observer.observe(document, {attributes: true, attributeOldValue: true, childList: true, subtree: true});
+  document.addEventListener('readystatechange', () => {
+    if (document.readyState !== 'interactive') return;
+    handle(observer.takeRecords());  // the parser's last insertions, before scripts run on DOMContentLoaded
+    parsed = true;
+  });
 })();"""
 SETTLED_STATE = """() => ({
   root: [...document.documentElement.classList].sort(),
@@ -359,7 +371,8 @@ def test_nothing_page_wide_changes_once_the_body_is_parsed(browser, site_server,
     classes on <html>, the colour-scheme meta) and each code block's once (bench/README.md, round twelve). The last
     script in <head> now makes those changes before <body> exists, and the build writes the code blocks' class: the
     page ends in the state Material would have made, and nothing page-wide changes after the body is parsed. For a
-    light and a dark system preference, and for a stored choice that differs from the system's."""
+    light and a dark system preference, and for a stored choice that differs from the system's. feedback.js fills
+    slots the build wrote instead of inserting into <article> (which restyled the whole article)."""
     url = _url(site_server, path)
     for preference, stored, colour in (("light", None, "light"), ("dark", None, "dark"), ("light", "slate", "dark")):
         with watched_page(browser, built_site, color_scheme=preference) as page:
@@ -378,8 +391,10 @@ def test_nothing_page_wide_changes_once_the_body_is_parsed(browser, site_server,
             assert state["relative"] == [], (case, state)
             assert state["settledBlocks"] == state["lineBlocks"], (case, state)
             assert state["copyButtons"] == state["lineBlocks"], f"{case}: Material's copy buttons: {state}"
+            filled = page.locator("article .llm-ask a").count()
     if path == f"articles/{ATTENTION}/":
         assert state["lineBlocks"] > 0, "the article's code blocks have no line anchors: the check saw none"
+        assert filled > 3, "feedback.js filled no slot: the check saw none"
 
 
 # --------------------------------------------------------------------------- fonts

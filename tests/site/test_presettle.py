@@ -67,3 +67,29 @@ def test_inject_leaves_a_page_without_head_alone() -> None:
     assert presettle.inject("<p>x</p>", "<script>s</script>") == "<p>x</p>"
     assert presettle.inject("<head><title>t</title></head><body></body>", "<script>s</script>") == (
         "<head><title>t</title><script>s</script>\n</head><body></body>")
+
+
+def test_ask_slots_follow_every_h2() -> None:
+    html = '<h2 id="a">A</h2><p>x</p><h3>c</h3><h2 id="b">B <code>&lt;/h2&gt;</code></h2>'
+    assert presettle.ask_slots(html) == (
+        '<h2 id="a">A</h2><p class="llm-ask"></p><p>x</p><h3>c</h3>'
+        '<h2 id="b">B <code>&lt;/h2&gt;</code></h2><p class="llm-ask"></p>')
+
+
+def test_articles_carry_empty_feedback_slots_and_other_pages_none(built_site, content) -> None:
+    """After every h2 of an article an empty p.llm-ask, and one hidden, empty .llm-fix: feedback.js fills them."""
+    for slug in content.articles:
+        soup = BeautifulSoup((built_site.dir / "articles" / slug / "index.html").read_text("utf-8"), "html.parser")
+        article = soup.find("article")
+        heads = [h for h in article.find_all("h2") if h.get("id") != "__comments"]
+        assert heads, slug
+        for h in heads:
+            slot = h.find_next_sibling()
+            assert slot is not None and slot.name == "p" and slot.get("class") == ["llm-ask"], (slug, h.get("id"))
+            assert slot.decode_contents() == "", (slug, h.get("id"))
+        assert len(article.select(".llm-ask")) == len(heads), slug
+        fix = article.select(".llm-fix")
+        assert len(fix) == 1 and fix[0].has_attr("hidden") and fix[0].decode_contents() == "", slug
+    for other in ("index.html", "articles/index.html", "route/index.html", "labs/attention_lab/index.html"):
+        text = (built_site.dir / other).read_text("utf-8")
+        assert "llm-ask" not in text and "llm-fix" not in text, other

@@ -1,5 +1,7 @@
 // 文章页：每个二级标题下的「提问」开 Discussions 的 Q&A 新帖，选中正文后的「纠错」开 correction.md 的新 Issue。
 // 仓库来自文章头的 data-llm-repo；只是链接，不发请求；值经 URLSearchParams 编码，文字只用 textContent。
+// 链接放进构建时写好的空位（二级标题后的空 <p class="llm-ask">、文末的 <div class="llm-fix" hidden>，
+// llmsite/presettle.py）：往 <article> 里直接插入元素会让整篇的样式重算一遍（issue 29），填进空位不会。
 (function () {
   "use strict";
   var MAX = 300;  // 引文的字数上限
@@ -36,15 +38,20 @@
     var head = document.querySelector(".llm-article-header[data-llm-repo]");
     var repo = head ? head.getAttribute("data-llm-repo").replace(/\/+$/, "") : "";
     ctx = null;
-    if (bar) bar.remove();
     if (!/^https?:\/\//.test(repo)) return;
     var article = head.closest("article");
     var title = head.querySelector("h1").textContent.trim();
     var heads = [].filter.call(article.querySelectorAll("h2"), function (h) { return h.id !== "__comments"; });
     ctx = { repo: repo, title: title, article: article, heads: heads };
     heads.forEach(function (h) {
-      if (h.nextElementSibling && h.nextElementSibling.matches(".llm-ask")) return;
-      var name = text(h), p = el("p", "llm-ask", ""), a = el("a", "", "提问");
+      var p = h.nextElementSibling;
+      if (p && p.matches(".llm-ask")) {
+        if (p.firstChild) return;  // 已经挂过
+      } else {  // 没有空位（例如别处生成的页面）：自己插入
+        p = el("p", "llm-ask", "");
+        h.after(p);
+      }
+      var name = text(h), a = el("a", "", "提问");
       a.appendChild(el("span", "llm-sr", "：" + name));
       link(a, "/discussions/new", {
         category: "q-a",
@@ -52,16 +59,19 @@
         body: "文章：" + title + "\n小节：" + name + "\n页面：" + here(h) + "\n\n（你的问题）\n"
       });
       p.appendChild(a);
-      h.after(p);
     });
-    bar = el("div", "llm-fix", "");
+    bar = article.querySelector(".llm-fix");
+    if (!bar) {
+      bar = el("div", "llm-fix", "");
+      article.appendChild(bar);
+    }
     bar.hidden = true;
+    bar.textContent = "";
     fix = el("a", "", "纠错");
     // 选中文字之前也是一个真链接（只带文章名）：没有 href 的 <a> 不是链接，搜索引擎和读屏软件都不认
     link(fix, "/issues/new", { template: "correction.md", title: "[纠错] " + title });
     fix.addEventListener("mousedown", function (e) { e.preventDefault(); });  // 保住选区
     bar.appendChild(fix);
-    article.appendChild(bar);
   }
 
   document.addEventListener("selectionchange", function () {
