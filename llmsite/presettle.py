@@ -21,6 +21,8 @@ Inserting any element into ``<article>`` restyles the whole article (a rule of M
 ``.md-typeset table:not([class]) + *``, and one of Chromium's MathML stylesheet end in a universal selector). So
 ``ask_slots`` writes the empty paragraphs that ``feedback.js`` fills with its 「提问」 links (one after each ``h2``);
 filling one restyles that paragraph only. The correction bar's slot is in ``overrides/partials/content.html``.
+``table_slots`` puts each bare ``<table>`` in a ``div.llm-table`` (``display: contents``: no box of its own), so
+the wrapper Material puts around a table on load is inserted there and not into the article.
 """
 
 from __future__ import annotations
@@ -89,3 +91,13 @@ ASK_SLOT = '<p class="llm-ask"></p>'  # feedback.js fills it; empty, it takes no
 def ask_slots(html: str) -> str:
     """An article's ``html`` with an empty 「提问」 slot after every ``h2``."""
     return _H2_END.sub("</h2>" + ASK_SLOT, html)
+
+
+_TABLE = re.compile(r"<table>.*?</table>", re.S)  # Markdown's tables: bare, never nested
+
+
+def table_slots(html: str) -> str:
+    """``html`` with every bare ``<table>`` inside a ``<div class="llm-table">`` (extra.css: display: contents)."""
+    if "<table>" not in html:
+        return html
+    return _TABLE.sub(lambda m: f'<div class="llm-table">{m.group(0)}</div>', html)

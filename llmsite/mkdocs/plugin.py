@@ -127,7 +127,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
     def on_page_content(self, html: str, *, page: Any, config: Any, files: Any) -> str:
         if self.listings is not None:
             html = self.listings.fill(html, page.file.src_uri)
-        html = presettle.code_blocks(self.labs.page_content(html, page, files))
+        html = presettle.table_slots(presettle.code_blocks(self.labs.page_content(html, page, files)))
         if config.get("repo_url") and self._site().by_uri(page.file.src_uri) is not None:  # feedback.js runs there
             html = presettle.ask_slots(html)
         return html

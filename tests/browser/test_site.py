@@ -337,8 +337,9 @@ WATCH_PAGE_WIDE = """(() => {
         for (const n of r.addedNodes) {
           if (n.nodeType !== 1) continue;
           if (n.matches('meta[name=color-scheme], link[rel~=stylesheet]')) note(`added ${n.outerHTML}`);
-          // our feedback links go into slots the build wrote: inserted into <article>, they restyle all of it
-          if (parsed && t.matches('article') && n.matches('.llm-ask, .llm-fix')) {
+          // our feedback links and Material's table wrappers go into slots the build wrote: inserted into
+          // <article>, they restyle all of it
+          if (parsed && t.matches('article') && n.matches('.llm-ask, .llm-fix, .md-typeset__scrollwrap')) {
             note(`inserted into <article>: ${n.outerHTML.slice(0, 80)}`);
           }
         }
@@ -392,9 +393,43 @@ def test_nothing_page_wide_changes_once_the_body_is_parsed(browser, site_server,
             assert state["settledBlocks"] == state["lineBlocks"], (case, state)
             assert state["copyButtons"] == state["lineBlocks"], f"{case}: Material's copy buttons: {state}"
             filled = page.locator("article .llm-ask a").count()
+            wrapped = page.locator("article .llm-table > .md-typeset__scrollwrap > .md-typeset__table > table").count()
     if path == f"articles/{ATTENTION}/":
         assert state["lineBlocks"] > 0, "the article's code blocks have no line anchors: the check saw none"
         assert filled > 3, "feedback.js filled no slot: the check saw none"
+        assert wrapped >= 1, "Material wrapped no table inside its slot: the check saw none"
+
+
+# Every element of the article: its tag and box (page coordinates), formulas' and figures' insides left out.
+BOXES = """() => [...document.querySelectorAll('article *')]
+  .filter(e => !e.matches('.llm-table') && !e.closest('.katex, svg, .llm-ix'))
+  .map(e => { const r = e.getBoundingClientRect();
+    return [e.tagName, r.top + scrollY, r.left, r.width, r.height].map(v => v.toFixed ? Math.round(v) : v).join(); })"""
+UNWRAP_TABLES = """() => document.querySelectorAll('article .llm-table')
+  .forEach(slot => slot.replaceWith(...slot.childNodes))"""
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_table_slots_change_no_box(browser, site_server, built_site, javascript):
+    """The build puts each table in a div.llm-table (display: contents), so that the wrapper Material adds on load
+    goes in there and not into <article> (which would restyle the whole article, issue 29). Taking the slots out
+    again moves no element of the article by a pixel, at a phone's width and a desktop's, with and without
+    JavaScript (without it, Material's space after a bare table is kept)."""
+    for width in (375, 1280):
+        with watched_page(browser, built_site, viewport={"width": width, "height": 900},
+                          java_script_enabled=javascript) as page:
+            page.goto(_url(site_server, "articles/llama-block/"))
+            if javascript:
+                page.wait_for_selector("article .llm-table > .md-typeset__scrollwrap", state="attached")
+            page.evaluate("() => document.fonts.ready")
+            slots = page.locator("article .llm-table").count()
+            assert slots >= 1 and page.evaluate("() => [...document.querySelectorAll('article .llm-table')]"
+                                                ".every(s => s.getClientRects().length === 0)"), "a slot has a box"
+            with_slots = page.evaluate(BOXES)
+            page.evaluate(UNWRAP_TABLES)
+            without = page.evaluate(BOXES)
+        moved = [(a, b) for a, b in zip(with_slots, without, strict=True) if a != b]
+        assert not moved, f"{width} px, JavaScript {javascript}: {len(moved)} boxes moved, e.g. {moved[:3]}"
 
 
 # --------------------------------------------------------------------------- fonts

@@ -93,3 +93,23 @@ def test_articles_carry_empty_feedback_slots_and_other_pages_none(built_site, co
     for other in ("index.html", "articles/index.html", "route/index.html", "labs/attention_lab/index.html"):
         text = (built_site.dir / other).read_text("utf-8")
         assert "llm-ask" not in text and "llm-fix" not in text, other
+
+
+def test_table_slots_hold_bare_tables_only() -> None:
+    html = '<p>a</p><table>\n<tr><td>1</td></tr>\n</table><table class="dataframe"><tr><td>2</td></tr></table>'
+    assert presettle.table_slots(html) == (
+        '<p>a</p><div class="llm-table"><table>\n<tr><td>1</td></tr>\n</table></div>'
+        '<table class="dataframe"><tr><td>2</td></tr></table>')
+    assert presettle.table_slots("<p>no table</p>") == "<p>no table</p>"
+
+
+def test_every_bare_table_of_the_built_site_sits_in_a_slot(built_site) -> None:
+    seen = 0
+    for page in built_site.dir.rglob("*.html"):
+        for table in BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").find_all("table"):
+            if table.get("class") is None:
+                seen += 1
+                parent = table.parent
+                assert parent.name == "div" and parent.get("class") == ["llm-table"], f"{page}: {str(table)[:80]}"
+                assert len(parent.find_all(recursive=False)) == 1, f"{page}: the slot holds more than its table"
+    assert seen >= 5, f"only {seen} bare tables in the built site"
