@@ -84,13 +84,12 @@ def code_blocks(html: str) -> str:
     return _CODE.sub(r'\1 class="md-code__content">', html)
 
 
-_H2_END = re.compile(r"</h2>")
 ASK_SLOT = '<p class="llm-ask"></p>'  # feedback.js fills it; empty, it takes no room (extra.css: .llm-ask:empty)
 
 
 def ask_slots(html: str) -> str:
     """An article's ``html`` with an empty 「提问」 slot after every ``h2``."""
-    return _H2_END.sub("</h2>" + ASK_SLOT, html)
+    return html.replace("</h2>", "</h2>" + ASK_SLOT)
 
 
 _TABLE = re.compile(r"<table>.*?</table>", re.S)  # Markdown's tables: bare, never nested

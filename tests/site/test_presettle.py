@@ -7,12 +7,20 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from bs4 import BeautifulSoup
 
 from llmsite import presettle
 
 HIGHLIGHTED = ('<div class="highlight"><pre><span></span><code><span id="__span-0-1"><a id="__codelineno-0-1" '
                'name="__codelineno-0-1" href="#__codelineno-0-1"></a>x = 1\n</span></code></pre></div>')
+
+
+@pytest.fixture(scope="module")
+def parsed_pages(built_site) -> dict[str, BeautifulSoup]:
+    """Every page of the session's build, parsed once for the tests that walk the whole site (about 3 s a pass)."""
+    return {str(p.relative_to(built_site.dir)): BeautifulSoup(p.read_text(encoding="utf-8"), "html.parser")
+            for p in sorted(built_site.dir.rglob("*.html"))}
 
 
 def test_line_anchored_code_blocks_get_materials_class_and_nothing_else_does() -> None:
@@ -25,10 +33,9 @@ def test_line_anchored_code_blocks_get_materials_class_and_nothing_else_does() -
     assert out.replace(' class="md-code__content"', "") == HIGHLIGHTED + plain, "only the class was added"
 
 
-def test_every_line_anchored_code_block_of_the_built_site_has_the_class(built_site) -> None:
+def test_every_line_anchored_code_block_of_the_built_site_has_the_class(parsed_pages) -> None:
     seen = 0
-    for page in built_site.dir.rglob("*.html"):
-        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    for page, soup in parsed_pages.items():
         for code in soup.select("pre > code"):
             if code.find("span", id=True, recursive=False) is not None:
                 seen += 1
@@ -76,11 +83,10 @@ def test_ask_slots_follow_every_h2() -> None:
         '<h2 id="b">B <code>&lt;/h2&gt;</code></h2><p class="llm-ask"></p>')
 
 
-def test_articles_carry_empty_feedback_slots_and_other_pages_none(built_site, content) -> None:
+def test_articles_carry_empty_feedback_slots_and_other_pages_none(built_site, content, parsed_pages) -> None:
     """After every h2 of an article an empty p.llm-ask, and one hidden, empty .llm-fix: feedback.js fills them."""
     for slug in content.articles:
-        soup = BeautifulSoup((built_site.dir / "articles" / slug / "index.html").read_text("utf-8"), "html.parser")
-        article = soup.find("article")
+        article = parsed_pages[f"articles/{slug}/index.html"].find("article")
         heads = [h for h in article.find_all("h2") if h.get("id") != "__comments"]
         assert heads, slug
         for h in heads:
@@ -103,10 +109,10 @@ def test_table_slots_hold_bare_tables_only() -> None:
     assert presettle.table_slots("<p>no table</p>") == "<p>no table</p>"
 
 
-def test_every_bare_table_of_the_built_site_sits_in_a_slot(built_site) -> None:
+def test_every_bare_table_of_the_built_site_sits_in_a_slot(parsed_pages) -> None:
     seen = 0
-    for page in built_site.dir.rglob("*.html"):
-        for table in BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").find_all("table"):
+    for page, soup in parsed_pages.items():
+        for table in soup.find_all("table"):
             if table.get("class") is None:
                 seen += 1
                 parent = table.parent
