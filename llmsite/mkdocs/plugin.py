@@ -12,11 +12,12 @@ import hashlib
 import logging
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 
-from llmsite import minify, offline, paths, presettle
+from llmsite import minify, offline, paths, presettle, stylesheets
 from llmsite.cache import deps
 from llmsite.content.articles import Site, body_with_snippets
 from llmsite.content.memo import ArticleMemo
@@ -56,6 +57,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
         self.banner = Banner()
         self.csp: csp.Policy | None = None  # this build's Content-Security-Policy (not under serve)
         self.early = ""  # the last script in <head> (llmsite.presettle), for this build's palette
+        self.stylesheets: stylesheets.Bundle | None = None  # one stylesheet per page (not under serve)
         # Under ``python -m llmsite serve`` the server adds the banner to the HTML it sends (the written pages
         # stay identical to a clean build); under ``mkdocs serve`` it is written into every page.
         self.banner_in_pages = True
@@ -85,6 +87,9 @@ class SitePlugin(BasePlugin[SiteConfig]):
         on = self.config.content_security_policy and not self.serving
         self.csp = csp.Policy(config, CSP_HASHES) if on else None
         self.early = presettle.early_script(config["theme"].get("palette"))
+        # a preview keeps the stylesheets as separate files, as it keeps them unminified
+        base = urlsplit(config.get("site_url") or "").path or "/"
+        self.stylesheets = None if self.serving else stylesheets.Bundle(base)
         return config
 
     @event_priority(100)  # before other plugins read the files (the tags plugin, search)
@@ -140,6 +145,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
 
     @event_priority(-100)  # last: the policy lists the inline scripts of the page as it is written
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
+        output = self._one_stylesheet(output, page.url, page.file.src_uri)
         output = presettle.inject(self.labs.add_stylesheet(output, page), self.early)  # after every stylesheet
         if self.banner_in_pages:  # problems exist only under serve: a build stopped on them
             output = self.banner.inject(output)
@@ -149,6 +155,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
     def on_post_template(self, output_content: str, *, template_name: str, config: Any) -> str:
         if not template_name.endswith(".html"):
             return output_content
+        output_content = self._one_stylesheet(output_content, template_name, template_name)
         output_content = presettle.inject(output_content, self.early)
         if self.banner_in_pages:
             output_content = self.banner.inject(output_content)
@@ -167,9 +174,20 @@ class SitePlugin(BasePlugin[SiteConfig]):
             log.debug("content security policy: %d pages rewritten (none when the guess was right)", rewritten)
         if not self.serving:  # readers get the site's own scripts and styles without comments (a preview keeps them)
             minify.minify_site(site_dir, Path(config["docs_dir"]))
+        if self.stylesheets is not None:  # after minify: the bundle holds the sheets as readers get them
+            size = self.stylesheets.write(site_dir)
+            log.debug("stylesheets: %s, %d bytes", stylesheets.BUNDLE, size)
         if not self.serving:  # a preview must stay fresh: no service worker, no offline list (llmsite/offline.py)
             kept = offline.write(site_dir)
             log.debug("offline reading: %d files, %d bytes", len(kept["files"]), kept["bytes"])
+
+    def _one_stylesheet(self, html: str, url: str, where: str) -> str:
+        if self.stylesheets is None:
+            return html
+        try:
+            return self.stylesheets.link(html, url, where)
+        except stylesheets.StylesheetError as exc:
+            raise PluginError(str(exc)) from exc
 
     def on_serve(self, server: Any, *, config: Any, builder: Any) -> Any:
         self.labs.watch(server)

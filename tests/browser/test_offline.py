@@ -211,7 +211,8 @@ def test_the_manifest_lists_what_pages_load_and_is_stable(built_site: BuiltSite)
     kept = json.loads((built_site.dir / offline.MANIFEST).read_text(encoding="utf-8"))
     urls = [f["url"] for f in kept["files"]]
     assert len(urls) == len(set(urls))
-    for needed in ("", "route/", "search/search_index.json", "assets/vendor/katex/katex.min.css", "sitemap.xml"):
+    for needed in ("", "route/", "search/search_index.json", "assets/stylesheets/site.css", "sitemap.xml",
+                   "assets/vendor/katex/fonts/KaTeX_Main-Regular.woff2"):  # found through the bundle's url()
         assert needed in urls, needed
     assert any(u.startswith("assets/javascripts/workers/search.") for u in urls)
     assert any(u.endswith(".data.json") for u in urls), "interactive figure data"

@@ -196,7 +196,10 @@ def gz(path: Path) -> int:
 def test_nothing_heavy_before_the_press_and_the_sizes(page, site_server, built_site):
     open_article(page, site_server, press=False)
     early = [u for u in page.log.requests if "playground" in u]
-    assert sorted(urlsplit(u).path.rsplit("/", 1)[-1] for u in early) == ["playground-start.js", "playground.css"]
+    assert sorted(urlsplit(u).path.rsplit("/", 1)[-1] for u in early) == ["playground-start.js"]
+    # its stylesheet comes in the page's one stylesheet (llmsite/stylesheets.py)
+    assert (built_site.dir / "assets/stylesheets/playground.css").read_bytes() in \
+        (built_site.dir / "assets/stylesheets/site.css").read_bytes()
     html = (built_site.dir / GPT / "index.html").read_text(encoding="utf-8")
     block = re.search(r'<div class="llm-pg"[^>]*></div>', html)
     assert block is not None

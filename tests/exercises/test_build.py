@@ -87,9 +87,10 @@ def test_the_scripts_and_styles_are_small_and_linked(article: BeautifulSoup, bui
     scripts = [s.get("src", "") for s in article.find_all("script")]
     styles = [s.get("href", "") for s in article.find_all("link", rel="stylesheet")]
     assert any(s.endswith("assets/javascripts/exercises.js") for s in scripts), scripts
-    assert any(s.endswith("assets/stylesheets/exercises.css") for s in styles), styles
+    assert any(s.endswith("assets/stylesheets/site.css") for s in styles), styles
     js = (built_site.dir / "assets" / "javascripts" / "exercises.js").read_bytes()
     css = (built_site.dir / "assets" / "stylesheets" / "exercises.css").read_bytes()
+    assert css in (built_site.dir / "assets" / "stylesheets" / "site.css").read_bytes(), "in the page's one sheet"
     assert len(gzip.compress(js, 9)) <= 3 * 1024 and len(gzip.compress(css, 9)) <= 1536
     assert b"innerHTML" not in js and b"eval(" not in js  # DOM built from nodes, no HTML parsing of page data
 
