@@ -12,7 +12,8 @@ and a rule's origin and specificity do not depend on the file it came from.
 ``Bundle`` is the state of one build: ``link`` replaces the run of ``<link rel="stylesheet">`` in a page's
 ``<head>`` with one link and records which sheets it stood for (every page must name the same ones, in the same
 order, or the build stops naming the page); ``write`` writes the bundle once every page is written (after the
-site's own sheets are minified). A stylesheet a page adds later (``lab.css`` on lab pages) stays a link of its own.
+site's own sheets are minified). Lab pages have no sheet of their own: ``lab.css`` is in ``extra_css`` (its rules
+are all under ``.llm-lab``), so instant navigation never has a stylesheet to add or remove.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@
 - ``page_content``: the cached body in place of the page's placeholder, its table of contents, ``.md`` /
   ``.ipynb`` links resolved like Markdown links, a download button and, under the title, a visible
   download link saying what the notebook needs.
-- ``add_stylesheet``: lab pages link the shared stylesheet ``assets/stylesheets/lab.css``.
 - ``edit_url``: the edit button points at ``labs/<name>.py``.
 - ``watch``: ``labs/`` is watched, so editing a lab rebuilds (only that lab re-executes).
 """
@@ -30,7 +29,6 @@ from urllib.parse import urljoin
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 from mkdocs.structure.toc import get_toc
-from mkdocs.utils import get_relative_url
 
 from llmsite import labs, report, worker
 from llmsite.labs import images as lab_images
@@ -38,7 +36,6 @@ from llmsite.labs import stored as lab_stored
 from llmsite.problems import Problem
 
 log = logging.getLogger("mkdocs.plugins.llmsite.labs")
-STYLESHEET = "assets/stylesheets/lab.css"
 DOWNLOAD_ICON = (
     '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path d="M5 20h14v-2H5m14-9h-4V3H9v6H5l7 7z"/></svg>'
 )
@@ -180,12 +177,6 @@ class Labs:
         if found is not None and config.get("repo_url") and config.get("edit_uri"):
             # edit_uri points into docs/; the lab's source is labs/<name>.py at the repository root.
             page.edit_url = urljoin(config["repo_url"].rstrip("/") + "/", f"{config['edit_uri']}../{found.lab.where}")
-
-    def add_stylesheet(self, output: str, page: Any) -> str:
-        if page.file.src_uri not in self.pages:
-            return output
-        href = get_relative_url(STYLESHEET, page.url)
-        return output.replace("</head>", f'  <link rel="stylesheet" href="{href}">\n  </head>', 1)
 
     @staticmethod
     def watch(server: Any) -> None:

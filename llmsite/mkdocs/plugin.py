@@ -146,7 +146,7 @@ class SitePlugin(BasePlugin[SiteConfig]):
     @event_priority(-100)  # last: the policy lists the inline scripts of the page as it is written
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
         output = self._one_stylesheet(output, page.url, page.file.src_uri)
-        output = presettle.inject(self.labs.add_stylesheet(output, page), self.early)  # after every stylesheet
+        output = presettle.inject(output, self.early)  # after every stylesheet
         if self.banner_in_pages:  # problems exist only under serve: a build stopped on them
             output = self.banner.inject(output)
         return self._csp_meta(output)

@@ -54,9 +54,9 @@ def test_lab_page_weight_and_assets(built_site, name: str) -> None:
     for word in ("mathjax.js", "cdnjs", "require.js", "mermaid.esm", "clipboard-copy"):
         assert word not in lowered, word
     sheets = [link["href"] for link in soup.find_all("link", rel="stylesheet")]
-    lab_css = [h for h in sheets if h.endswith("assets/stylesheets/lab.css")]
-    assert len(lab_css) == 1, sheets
-    assert _resolve(built_site, f"labs/{name}/", lab_css[0]).is_file()
+    assert len(sheets) == 1 and sheets[0].endswith("assets/stylesheets/site.css"), sheets
+    bundle = _resolve(built_site, f"labs/{name}/", sheets[0])
+    assert (built_site.dir / "assets/stylesheets/lab.css").read_bytes() in bundle.read_bytes(), "lab.css is in it"
     for script in soup.find_all("script", src=True):
         assert _resolve(built_site, f"labs/{name}/", script["src"]) is not None, script["src"]
 
