@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin
 
-from llmsite import atomic, chromium
+from llmsite import atomic, chromium, stylesheets
 from llmsite.content.catalog import load_route
 
 ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(?P<body>.*?)</article>', re.S)
-STYLESHEETS = re.compile(r'<link rel="stylesheet" href="(?P<href>[^"]+)"')
 _ID = re.compile(r'\bid="([^"]+)"')
 _HREF = re.compile(r'\b(href|src)="([^"]*)"')
 _DROP = (
@@ -133,7 +132,7 @@ def book(site: Path, site_url: str, items: list[Chapter], pages: dict[str, int] 
 
 def _stylesheets(site: Path, first: str) -> list[str]:
     text = (site / "articles" / first / "index.html").read_text(encoding="utf-8")
-    return [h for h in STYLESHEETS.findall(text) if not h.startswith(("http:", "https:"))]
+    return [h for h in stylesheets.LINK.findall(text) if not h.startswith(("http:", "https:"))]
 
 
 def _print(page, document: Path, out: Path) -> None:

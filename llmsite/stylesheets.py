@@ -28,7 +28,7 @@ BUNDLE = "assets/stylesheets/site.css"
 _FOLDER = posixpath.dirname(BUNDLE)
 # The run of stylesheet links Material's template writes in <head>, one per line.
 _RUN = re.compile(r'<link rel="stylesheet" href="[^"]*">(?:\s*<link rel="stylesheet" href="[^"]*">)*')
-_HREF = re.compile(r'<link rel="stylesheet" href="([^"]*)">')
+LINK = re.compile(r'<link rel="stylesheet" href="([^"]*)">')  # one stylesheet link as Material writes it
 _URL = re.compile(r"""url\(\s*(["']?)([^"')]*)\1\s*\)""")
 _CHARSET = re.compile(r'^@charset\s+"[^"]*";')
 _ABSOLUTE = re.compile(r"^(?:[a-zA-Z][\w+.-]*:|/|#)")
@@ -58,7 +58,7 @@ class Bundle:
         match = _RUN.search(html, 0, head_end if head_end >= 0 else len(html))
         if match is None:
             return html
-        hrefs = _HREF.findall(match.group(0))
+        hrefs = LINK.findall(match.group(0))
         sheets = tuple(self._site_path(href, page_url, where) for href in hrefs)
         if self.sheets is None:
             self.sheets = sheets
@@ -79,8 +79,9 @@ class Bundle:
         if not self.sheets:
             return 0
         data = concatenate({sheet: (site_dir / sheet).read_text(encoding="utf-8") for sheet in self.sheets})
-        atomic.write_bytes(site_dir / BUNDLE, data.encode("utf-8"))
-        return len(data.encode("utf-8"))
+        raw = data.encode("utf-8")
+        atomic.write_bytes(site_dir / BUNDLE, raw)
+        return len(raw)
 
 
 def _folder_of(page_url: str) -> str:

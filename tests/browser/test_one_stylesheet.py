@@ -10,10 +10,9 @@ fails any test here)."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from llmsite.stylesheets import BUNDLE
-from tests.conftest import DOCS
+from tests.site.test_stylesheets import separate_sheets
 
 pytestmark = pytest.mark.browser
 
@@ -77,14 +76,6 @@ SWAP = """async ([bundle, hrefs]) => {
   await document.fonts.ready;
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
 }"""
-
-
-def separate_sheets(site_dir) -> list[str]:
-    """The sheets the bundle was made of, in the pages' former order: Material's two, then mkdocs.yml's extra_css."""
-    config = yaml.load((DOCS.parent / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
-    material = sorted(p.name for p in (site_dir / "assets/stylesheets").glob("*.min.css"))
-    assert [m.split(".")[0] for m in material] == ["main", "palette"], material
-    return [f"assets/stylesheets/{m}" for m in material] + config["extra_css"]
 
 
 @pytest.mark.parametrize("view", list(VIEWS))

@@ -76,13 +76,18 @@ def test_every_published_page_links_the_bundle_and_nothing_it_holds(built_site) 
     assert sum(p.relative_to(built_site.dir).as_posix().startswith("labs/") for p in pages) >= 5
 
 
-def test_the_bundle_holds_each_sheet_as_published_in_the_themes_order(built_site) -> None:
+def separate_sheets(site_dir) -> list[str]:
+    """The sheets the bundle is made of, in the pages' former order: Material's two, then mkdocs.yml's extra_css."""
     import yaml
 
     config = yaml.load((DOCS.parent / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
-    material = sorted(p.name for p in (built_site.dir / "assets/stylesheets").glob("*.min.css"))
+    material = sorted(p.name for p in (site_dir / "assets/stylesheets").glob("*.min.css"))
     assert [m.split(".")[0] for m in material] == ["main", "palette"], material
-    order = [f"assets/stylesheets/{m}" for m in material] + config["extra_css"]
+    return [f"assets/stylesheets/{m}" for m in material] + config["extra_css"]
+
+
+def test_the_bundle_holds_each_sheet_as_published_in_the_themes_order(built_site) -> None:
+    order = separate_sheets(built_site.dir)
     bundle = (built_site.dir / BUNDLE).read_text(encoding="utf-8")
     at = 0
     for sheet in order:
