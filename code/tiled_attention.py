@@ -37,7 +37,7 @@ class TileTrace:
 # --8<-- [start:tiled]
 def tiled_attention(q: Tensor, k: Tensor, v: Tensor, tile_size: int, causal: bool = False,
                     query_block: int | None = None, trace: TileTrace | None = None) -> Tensor:
-    """softmax(QKᵀ/√d) V，但 K、V 每次只取 tile_size 个位置。q: (..., T_q, d)，k、v: (..., T_k, d_v)。
+    """softmax(QKᵀ/√d) V，但 K、V 每次只取 tile_size 个位置。q: (..., T_q, d)，k: (..., T_k, d)，v: (..., T_k, d_v)。
 
     查询按 query_block 个一块分开算（None：所有查询一起，一块）。causal=True 时第 i 个查询只看
     第 0 .. i 个键（要求 T_q = T_k）。传入 trace 会记下每一次之后的 m 和 l。
