@@ -32,6 +32,7 @@ POEM_TOKENS = 25  # 生成多少个词元：一首五言绝句 24 个字符，�
 # --8<-- [start:prompt]
 def line_heads(poem: str) -> str:
     """一首诗每一句的第一个字连起来，例如「春眠不覺曉，處處聞啼鳥。……」→「春處夜花」。"""
+    check_text(poem=poem)
     lines = [line for line in LINE_END.split(poem) if line]
     return "".join(line[0] for line in lines)
 
@@ -45,6 +46,7 @@ def acrostic_prompt(heads: str) -> str:
 
 def usable(poem: str, tok: CharTokenizer) -> bool:
     """这首诗能不能做一条样本：四句，而且四个句首字都在词表里（各是一个词元，句首写对没写对才好判断）。"""
+    check_usable_args(poem, tok)
     heads = line_heads(poem)
     return len(heads) == N_LINES and all(c in tok.char_to_id for c in heads)
 
@@ -65,7 +67,7 @@ class SFTData:
 # --8<-- [start:sft-data]
 def build_sft_data(poems: list[str], tok: CharTokenizer) -> SFTData:
     """每首可用的诗一条样本：提示「藏头：XXXX\\n」+ 回答「诗\\n」。只有回答的词元有标签。"""
-    check_poems(poems)
+    check_sft_data_args(poems, tok)
     newline = tok.encode("\n")[0]
     rows, heads, prompt_lengths = [], [], []
     for poem in poems:
@@ -89,6 +91,7 @@ def build_sft_data(poems: list[str], tok: CharTokenizer) -> SFTData:
 
 def trim_batch(inputs: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
     """去掉一批样本右边共同的补齐：截到这批里最后一个有标签的位置为止（因果注意力，前面的输出不变，只是少算一些）。"""
+    check_trim_args(inputs, labels)
     T = int((labels != IGNORE).nonzero()[:, 1].max()) + 1
     return inputs[:, :T], labels[:, :T]
 
@@ -106,6 +109,7 @@ def sft_loss(logits: Tensor, labels: Tensor) -> Tensor:
 # --8<-- [start:success]
 def written_heads(text: str) -> str:
     """生成的文字里前四句的句首（到第一个换行为止）；不足四句就少几个字。"""
+    check_text(text=text)
     return line_heads(text.split("\n")[0])[:N_LINES]
 
 
@@ -114,16 +118,19 @@ FORM = re.compile("[\u4e00-\u9fff]{5}，[\u4e00-\u9fff]{5}。[\u4e00-\u9fff]{5}�
 
 def well_formed(text: str) -> bool:
     """格式对不对：到第一个换行为止，恰好是四句、每句五个字，句末依次是「，。，。」（语料里每首诗都是这样）。"""
+    check_text(text=text)
     return FORM.fullmatch(text.split("\n")[0]) is not None
 
 
 def acrostic_ok(heads: str, text: str) -> bool:
     """成功：写出的诗四句的句首恰好是要求的四个字。"""
+    check_text(heads=heads, text=text)
     return written_heads(text) == heads
 
 
 def head_hits(heads: str, text: str) -> int:
     """四句里有几句的句首对上了（逐句比较；写出的不足四句时，缺的那几句算没对上）。"""
+    check_text(heads=heads, text=text)
     return sum(a == b for a, b in zip(written_heads(text), heads, strict=False))
 
 
@@ -135,7 +142,7 @@ def write_acrostics(model: TinyTransformer, tok: CharTokenizer, heads: list[str]
     句首概率：沿着模型自己写出的文字，每一句开头那一步给要求的字的概率（第 k 句开头 = 第 k 个句末标点之后）。
     写出的不足四句时，缺的那几句记为 0。
     """
-    check_heads_list(heads, tok)
+    check_write_args(model, tok, heads, max_new_tokens)
     prompts = torch.tensor([tok.encode(acrostic_prompt(h)) for h in heads])  # 句首字各一个词元：提示一样长
     out = generate(model, prompts, max_new_tokens)  # code/kv_cache.py：贪心解码，带 KV 缓存
     new = out.tokens[:, prompts.size(1):]  # (N, max_new_tokens)
@@ -218,9 +225,25 @@ def check_heads(heads: str) -> None:
         raise ValueError(f"heads 应是 {N_LINES} 个字的字符串（每句句首一个字，不含标点），收到 {heads!r}")
 
 
-def check_heads_list(heads: list[str], tok: CharTokenizer) -> None:
+def check_text(**texts: object) -> None:
+    """每个参数都应是字符串：一首诗、一段生成的文字或要藏的字。"""
+    for name, value in texts.items():
+        if not isinstance(value, str):
+            raise ValueError(f"{name} 应是字符串（str），收到 {type(value).__name__}")
+
+
+def check_tokenizer(tok: object) -> None:
     if not isinstance(tok, CharTokenizer):
         raise ValueError(f"tok 应为 CharTokenizer（code/tokenizer.py），收到 {type(tok).__name__}")
+
+
+def check_usable_args(poem: str, tok: CharTokenizer) -> None:
+    check_text(poem=poem)
+    check_tokenizer(tok)
+
+
+def check_heads_list(heads: list[str], tok: CharTokenizer) -> None:
+    check_tokenizer(tok)
     if not isinstance(heads, list) or not heads:
         raise ValueError(f"heads 应是非空的列表，每项是 {N_LINES} 个字，收到 {heads!r}")
     for h in heads:
@@ -247,6 +270,29 @@ def check_forced_args(model: TinyTransformer, tok: CharTokenizer, heads: str, ma
         raise ValueError(f"提示 {P} 个词元再写 {max_new_tokens} 个，超过了模型的上下文 max_len = {model.cfg.max_len}")
     if model.cfg.vocab_size != tok.vocab_size:
         raise ValueError(f"模型的词表大小 {model.cfg.vocab_size} 和分词器的 {tok.vocab_size} 不符：不是配套的一对")
+
+
+def check_write_args(model: TinyTransformer, tok: CharTokenizer, heads: list[str], max_new_tokens: int) -> None:
+    """每组藏头都要合格；模型、分词器和 max_new_tokens 的检查与 write_forced_acrostic 相同（各组的提示一样长）。"""
+    check_heads_list(heads, tok)
+    check_forced_args(model, tok, heads[0], max_new_tokens, None)
+
+
+def check_sft_data_args(poems: list[str], tok: CharTokenizer) -> None:
+    check_poems(poems)
+    check_tokenizer(tok)
+
+
+def check_trim_args(inputs: Tensor, labels: Tensor) -> None:
+    check_tensor("inputs", inputs)
+    check_tensor("labels", labels)
+    if labels.dim() != 2:
+        raise shape_error("labels", "(B, T)，二维：一批样本，每条一行", labels.shape,
+                          "只有一条样本时先加上批次维：labels[None]")
+    if inputs.shape != labels.shape:
+        raise shape_error("inputs", f"(B, T) = {fmt(labels.shape)}，与 labels 相同", inputs.shape)
+    if not (labels != IGNORE).any():
+        raise ValueError(f"labels 里没有一个有标签的位置（全是 IGNORE = {IGNORE}，或一条样本都没有）：不知道截到哪里")
 
 
 def check_poems(poems: list[str]) -> None:

@@ -39,6 +39,7 @@ TIES = ("bytes", "hf")  # 平局时比较编号用的顺序：字节的值，或
 # --8<-- [start:pretokenize]
 def char_kind(c: str) -> str:
     """字符分三类：换行；文字（字母、汉字、数字和附加在它们上面的符号）；其他（标点、空格、表情符号……）。"""
+    check_char(c)
     if c == "\n":
         return "newline"
     return "text" if unicodedata.category(c)[0] in "LMN" else "other"
@@ -61,6 +62,7 @@ def pretokenize(text: str) -> list[str]:
 # --8<-- [start:merge]
 def merge_pair(ids: list[int], pair: Pair, new_id: int) -> list[int]:
     """把 ids 里每一处相邻的 pair 换成 new_id，从左往右找，重叠时左边的先合：a a a → (aa) a。"""
+    check_merge_args(ids, pair, new_id)
     out: list[int] = []
     i = 0
     while i < len(ids):
@@ -311,6 +313,27 @@ def bits_per_char(nats_per_token: float, n_tokens: int, n_chars: int) -> float:
 
 
 # ---------- 参数检查：不在文章和实验里展示 ----------
+
+
+def check_char(c: object) -> None:
+    if not isinstance(c, str):
+        raise ValueError(f"c 应是一个字符（长度为 1 的字符串），收到 {type(c).__name__}")
+    if len(c) != 1:
+        raise ValueError(f"c 应是一个字符（长度为 1 的字符串），收到的 {c!r} 有 {len(c)} 个字符；"
+                         "整段文本请用 pretokenize(text)")
+
+
+def check_merge_args(ids: object, pair: object, new_id: object) -> None:
+    """ids 是整数编号的列表，pair 是两个整数编号 (左, 右)，new_id 是不小于 0 的整数。"""
+    if not isinstance(ids, list):
+        raise ValueError(f"ids 应是整数编号的列表，例如 [97, 98, 99]，收到 {type(ids).__name__}；"
+                         "文本先转成编号：list(text.encode('utf-8'))")
+    if not set(map(type, ids)) <= {int}:  # 比的是 type 而不是 isinstance：True、False 不算编号
+        k, bad = next((k, i) for k, i in enumerate(ids) if type(i) is not int)
+        raise ValueError(f"ids 应是整数编号的列表，但 ids[{k}] 是 {bad!r}（{type(bad).__name__}）")
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not set(map(type, pair)) <= {int}:
+        raise ValueError(f"pair 应是两个整数编号 (左, 右)，例如 (97, 98)，收到 {pair!r}")
+    check_int("new_id", new_id)
 
 
 def check_ties(ties: object) -> None:

@@ -1,20 +1,33 @@
 """解码一个词元要从内存读多少字节、做多少次浮点运算：fp32、fp16、int8、int4 各是多少。
 
-《解码：从 logits 到文字》一文说过：带 KV 缓存解码时，每生成一个词元，每个权重矩阵都要从内存完整读一遍，
-而每个权重只参与一次乘加（批大小为 1 时）。所以读权重的字节数决定了解码的速度下限，量化把它直接砍小。
+《解码：贪心、温度、top-k、top-p 与 KV 缓存》一文说过：带 KV 缓存解码时，每生成一个词元，
+每个权重矩阵都要从内存完整读一遍，而每个权重只参与一次乘加（批大小为 1 时）。
+所以读权重的字节数决定了解码的速度下限，量化把它直接砍小。
 这里按公式数，不建模型：唐诗 GPT 用 code/kv_cache.py 的 weight_bytes 数过的那批矩阵，
 Llama 2 7B、Llama 3 8B 用 code/llama.py 里照发布的 config.json 写下的形状。
-参数不对时抛出 ValueError，检查的代码在文件末尾。
+参数不对时抛出 ValueError，检查的代码在文件末尾（WeightFormat 的检查在开头：导入时建 FORMATS 就要用到）。
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from kv_cache import A100_BANDWIDTH, A100_PEAK_FLOPS, weight_bytes
 from llama import LLAMA2_7B, LLAMA3_8B, MiniLlamaConfig, block_param_count
 from shapes import check_int
 from tiny_transformer import TinyConfig
+
+
+def check_weight_format(f: WeightFormat) -> None:
+    """WeightFormat 建好时就检查。下面的 FORMATS 在导入时就建好，所以这个检查写在前面，其余的在文件末尾。"""
+    if not isinstance(f.name, str) or not f.name:
+        raise ValueError(f"name 应是非空的字符串，例如 \"int4\"，收到 {f.name!r}")
+    check_int("bits", f.bits, minimum=1)
+    if f.group_size is not None and (isinstance(f.group_size, bool) or not isinstance(f.group_size, int)
+                                     or f.group_size < 1):
+        raise ValueError(f"group_size 应为 None（每行一个缩放因子）或正整数（每几个权重一组），收到 {f.group_size!r}")
+    check_int("scale_bytes", f.scale_bytes, minimum=1)
 
 
 # --8<-- [start:formats]
@@ -29,8 +42,14 @@ class WeightFormat:
     group_size: int | None = None
     scale_bytes: int = 4  # 缩放因子按 float32 存，和 code/quantize.py 一样
 
+    def __post_init__(self) -> None:
+        check_weight_format(self)
+
     def bits_per_weight(self) -> float:
-        """平均每个权重占几比特：缩放因子摊到组里每个权重头上。"""
+        """平均每个权重占几比特：缩放因子摊到组里每个权重头上。
+
+        group_size=None（每行一个缩放因子）时不算缩放因子：摊到每个权重上是多少要看每行有几个权重（d_in），
+        这里不知道；matrix_bytes 按矩阵的形状把它加上。"""
         extra = 0.0 if self.group_size is None else 8 * self.scale_bytes / self.group_size
         return self.bits + extra
 
@@ -47,6 +66,7 @@ FORMATS = (
 # --8<-- [start:shapes]
 def tang_matrices(cfg: TinyConfig) -> list[tuple[int, int]]:
     """唐诗 GPT 参与矩阵乘法的权重矩阵的形状 (d_out, d_in)：每层 qkv、out、up、down，加输出层。"""
+    check_tang_config(cfg)
     d = cfg.d_model
     per_layer = [(3 * d, d), (d, d)] + ([(4 * d, d), (d, 4 * d)] if cfg.mlp else [])
     return per_layer * cfg.n_layers + [(cfg.vocab_size, d)]
@@ -57,6 +77,7 @@ def llama_matrices(cfg: MiniLlamaConfig) -> list[tuple[int, int]]:
 
     词嵌入表不算：生成一个词元只从里面取一行。
     """
+    check_llama_config(cfg)
     d, hd, f = cfg.d_model, cfg.head_dim, cfg.ffn_dim
     per_layer = [(cfg.n_heads * hd, d), (cfg.n_kv_heads * hd, d), (cfg.n_kv_heads * hd, d), (d, cfg.n_heads * hd),
                  (f, d), (f, d), (d, f)]
@@ -98,13 +119,13 @@ def decode_cost(shapes: list[tuple[int, int]], fmt: WeightFormat, batch_size: in
 
 def ridge_point(peak_flops: float = A100_PEAK_FLOPS, bandwidth: float = A100_BANDWIDTH) -> float:
     """屋顶线的拐点：每字节至少要做这么多次浮点运算，算力才可能用满；低于它，速度由读内存决定。"""
+    check_rates(peak_flops=peak_flops, bandwidth=bandwidth)
     return peak_flops / bandwidth
 
 
 def tokens_per_second_bound(nbytes: float, bandwidth: float = A100_BANDWIDTH) -> float:
     """只看读权重：每秒最多能解码几个词元（批大小 1）。实际的程序还要读 KV 缓存、达不到峰值带宽，只会更慢。"""
-    if not nbytes > 0:
-        raise ValueError(f"nbytes 应为正数，收到 {nbytes!r}")
+    check_rates(nbytes=nbytes, bandwidth=bandwidth)
     return bandwidth / nbytes
 
 
@@ -126,16 +147,6 @@ def cost_table(batch_size: int = 1) -> list[dict]:
 TANG_VOCAB = 3009  # 唐诗 GPT 的词表：256 个字节词元 + 训练集里至少出现 2 次的 2753 个字（测试里从语料数出来核对）
 
 
-def check_shapes(shapes: object) -> None:
-    if not isinstance(shapes, list) or not shapes:
-        raise ValueError("shapes 应是 [(d_out, d_in), ...] 的非空列表，例如 llama_matrices(LLAMA2_7B)")
-    for i, pair in enumerate(shapes):
-        if not (isinstance(pair, tuple) and len(pair) == 2):
-            raise ValueError(f"shapes[{i}] 应是 (d_out, d_in) 两个整数，收到 {pair!r}")
-        check_int(f"shapes[{i}] 的 d_out", pair[0], minimum=1)
-        check_int(f"shapes[{i}] 的 d_in", pair[1], minimum=1)
-
-
 def _agrees_with_kv_cache() -> bool:
     """和 code/kv_cache.py 的 weight_bytes 数的是同一批矩阵（fp16 时字节数相同）。"""
     from gpt_from_scratch import poem_config
@@ -148,6 +159,37 @@ def _agrees_with_llama() -> bool:
     """和 code/llama.py 的 block_param_count 数的是同一批矩阵。"""
     per_layer = block_param_count(LLAMA2_7B)["attention"] + block_param_count(LLAMA2_7B)["ffn"]
     return sum(o * i for o, i in llama_matrices(LLAMA2_7B)) == LLAMA2_7B.n_layers * per_layer + 32000 * 4096
+
+
+# ---------- 参数检查：不在文章里展示，输入不对时给出看得懂的错误（check_weight_format 在文件开头） ----------
+
+
+def check_shapes(shapes: object) -> None:
+    if not isinstance(shapes, list) or not shapes:
+        raise ValueError("shapes 应是 [(d_out, d_in), ...] 的非空列表，例如 llama_matrices(LLAMA2_7B)")
+    for i, pair in enumerate(shapes):
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise ValueError(f"shapes[{i}] 应是 (d_out, d_in) 两个整数，收到 {pair!r}")
+        check_int(f"shapes[{i}] 的 d_out", pair[0], minimum=1)
+        check_int(f"shapes[{i}] 的 d_in", pair[1], minimum=1)
+
+
+def check_tang_config(cfg: object) -> None:
+    if not isinstance(cfg, TinyConfig):
+        raise ValueError(f"cfg 应为 TinyConfig（唐诗 GPT 的配置，例如 poem_config({TANG_VOCAB})），"
+                         f"收到 {type(cfg).__name__}")
+
+
+def check_llama_config(cfg: object) -> None:
+    if not isinstance(cfg, MiniLlamaConfig):
+        raise ValueError(f"cfg 应为 MiniLlamaConfig（例如 code/llama.py 的 LLAMA2_7B），收到 {type(cfg).__name__}")
+
+
+def check_rates(**values: object) -> None:
+    """每个值都应是有限的正数（浮点运算次数 / 秒、字节 / 秒、字节数）。"""
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            raise ValueError(f"{name} 应为有限的正数，收到 {value!r}")
 
 
 if __name__ == "__main__":

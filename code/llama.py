@@ -83,10 +83,8 @@ class KVCache:
         return 0 if first is None else first[0].size(2)
 
     def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """把新的 k、v 接到第 layer 层已有的缓存后面，返回这一层全部的 (K, V)。"""
-        check_int("layer", layer)
-        if layer >= len(self.layers):
-            raise ValueError(f"layer 应在 0 到 {len(self.layers) - 1} 之间，收到 {layer}")
+        """把新的 k、v (B, n_kv_heads, T_new, head_dim) 接到第 layer 层已有的缓存后面，返回这一层全部的 (K, V)。"""
+        check_update_args(self, layer, k, v)  # 层号、形状与已缓存的相符，见文件末尾
         past = self.layers[layer]
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
@@ -117,7 +115,7 @@ class GroupedQueryAttention(nn.Module):
     def forward(self, x: Tensor, positions: Tensor, mask: Tensor | None = None,
                 cache: KVCache | None = None, layer: int = 0) -> Tensor:
         """x: (B, T, d_model)；positions: (T,)，这 T 个词的位置；mask: bool，True 为屏蔽，(T, 键的个数)。"""
-        check_gqa_inputs(self, x, positions)
+        check_gqa_inputs(self, x, positions, cache)
         B, T, _ = x.shape
         H, H_kv, d = self.n_heads, self.n_kv_heads, self.head_dim
         q = self.q(x).view(B, T, H, d).transpose(1, 2)  # (B, H, T, d)
@@ -138,10 +136,11 @@ class GroupedQueryAttention(nn.Module):
 
 # --8<-- [start:block]
 class LlamaBlock(nn.Module):
-    """一层 Pre-Norm 块：x + 注意力(RMSNorm(x))，再 + SwiGLU(RMSNorm(x))。"""
+    """一层 Pre-Norm 块：h = x + 注意力(RMSNorm(x))；返回 h + SwiGLU(RMSNorm(h))。"""
 
     def __init__(self, cfg: MiniLlamaConfig) -> None:
         super().__init__()
+        check_config(cfg)
         self.attn_norm = RMSNorm(cfg.d_model, eps=cfg.norm_eps)
         self.attn = GroupedQueryAttention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.rope_base)
         self.ffn_norm = RMSNorm(cfg.d_model, eps=cfg.norm_eps)
@@ -149,6 +148,7 @@ class LlamaBlock(nn.Module):
 
     def forward(self, x: Tensor, positions: Tensor, mask: Tensor,
                 cache: KVCache | None = None, layer: int = 0) -> Tensor:
+        check_block_inputs(self, x, cache)
         x = x + self.attn(self.attn_norm(x), positions, mask, cache, layer)  # 归一化在子层之前，残差流不归一化
         return x + self.ffn(self.ffn_norm(x))
 # --8<-- [end:block]
@@ -292,6 +292,7 @@ def rope_pairs_to_halves(w: Tensor, n_heads: int) -> Tensor:
     q 和 k 按同一种方式重排，点积 q·k 不变（只是换了求和的顺序），所以注意力权重、v 和输出投影都不用动。
     不重排也不会报错：形状完全一样，只是 logits 不同。从 Meta 原始权重转换到 transformers 时也要做这种重排。
     """
+    check_permute_args(w, n_heads)
     rows, cols = w.shape
     d = rows // n_heads
     order = torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])  # 0, 2, 4, ..., 1, 3, 5, ...
@@ -319,7 +320,7 @@ def hf_state_dict(model: MiniLlama) -> dict[str, Tensor]:
     check_model(model)
     cfg = model.cfg
     sd = {"model.embed_tokens.weight": model.embed.weight, "model.norm.weight": model.norm.gain,
-          "lm_head.weight": model.lm_head.weight}  # 共用权重时两个名字指向同一个矩阵
+          "lm_head.weight": model.lm_head.weight}  # 共用权重时这两项是同一个 Parameter，最后一行会各复制一份
     for i, block in enumerate(model.blocks):
         p = f"model.layers.{i}."
         sd[p + "input_layernorm.weight"] = block.attn_norm.gain
@@ -331,6 +332,8 @@ def hf_state_dict(model: MiniLlama) -> dict[str, Tensor]:
         sd[p + "mlp.gate_proj.weight"] = block.ffn.gate.weight
         sd[p + "mlp.up_proj.weight"] = block.ffn.up.weight
         sd[p + "mlp.down_proj.weight"] = block.ffn.down.weight
+    # 每项复制一份，不与 model 共用内存。共用权重时 embed_tokens 和 lm_head 因此成了两个值相同的独立张量：
+    # 装进 tie_word_embeddings=True 的 LlamaForCausalLM 时，两项先后拷进它那一个共用的矩阵，值一样，不冲突
     return {name: t.detach().clone() for name, t in sd.items()}
 
 
@@ -401,14 +404,49 @@ def check_mask_args(t_new: int, t_total: int) -> None:
         raise ValueError(f"t_new = {t_new} 不能超过 t_total = {t_total}：新来的词也算在总长度里")
 
 
-def check_gqa_inputs(attn: GroupedQueryAttention, x: Tensor, positions: Tensor) -> None:
-    """x 为 (B, T, d_model)，dtype 与参数相同；positions 为 (T,) 的张量。"""
+def check_gqa_inputs(attn: GroupedQueryAttention, x: Tensor, positions: Tensor, cache: KVCache | None) -> None:
+    """x 为 (B, T, d_model)，dtype 与参数相同；positions 为 (T,) 的张量；cache 为 KVCache 或 None。"""
     check_btd("x", x, attn.d_model)
     check_same_dtype("x", x, "模型参数", attn.q.weight.dtype)
     check_tensor("positions", positions)
     T = x.size(1)
     if positions.dim() != 1 or positions.size(0) != T:
         raise shape_error("positions", f"(T,) = {fmt((T,))}，x 里每个词元的位置", positions.shape)
+    check_cache(cache)
+
+
+def check_block_inputs(block: LlamaBlock, x: Tensor, cache: KVCache | None) -> None:
+    """x 为 (B, T, d_model)；cache 为 KVCache 或 None。positions、mask 由注意力层检查。"""
+    check_btd("x", x, block.attn.d_model)
+    check_cache(cache)
+
+
+def check_cache(cache: object) -> None:
+    if cache is not None and not isinstance(cache, KVCache):
+        raise ValueError(f"cache 应为 KVCache 或 None，收到 {type(cache).__name__}；可以用 KVCache(n_layers) 新建")
+
+
+def check_update_args(cache: KVCache, layer: int, k: Tensor, v: Tensor) -> None:
+    """layer 在层数之内；k、v 是同形状、同 dtype 的 (B, n_kv_heads, T_new, head_dim)，与这一层已缓存的相符。"""
+    check_int("layer", layer)
+    if layer >= len(cache.layers):
+        raise ValueError(f"layer 应在 0 到 {len(cache.layers) - 1} 之间，收到 {layer}")
+    hint = "先拆头再存：x.view(B, T, n_kv_heads, head_dim).transpose(1, 2)"
+    for name, t in (("k", k), ("v", v)):
+        check_tensor(name, t)
+        if t.dim() != 4:
+            raise shape_error(name, "(B, n_kv_heads, T_new, head_dim)，四维", t.shape, hint)
+    if v.shape != k.shape:
+        raise shape_error("v", f"和 k 一样的 {fmt(k.shape)}", v.shape)
+    check_same_dtype("v", v, "k", k.dtype)
+    past = cache.layers[layer]
+    if past is None:
+        return
+    B, H_kv, _, d = past[0].shape
+    if (k.size(0), k.size(1), k.size(3)) != (B, H_kv, d):
+        raise shape_error("k", f"(B, n_kv_heads, T_new, head_dim)，B = {B}、n_kv_heads = {H_kv}、head_dim = {d}，"
+                          f"与第 {layer} 层已缓存的 {fmt(past[0].shape)} 相符", k.shape)
+    check_same_dtype("k", k, "已缓存的 K", past[0].dtype)
 
 
 def check_score_args(q: Tensor, k: Tensor, offset: int, size: int) -> None:
@@ -431,10 +469,9 @@ def check_model(model: object) -> None:
 def check_forward_args(model: MiniLlama, tokens: Tensor, cache: KVCache | None) -> None:
     """tokens 为 (B, T) 的整数张量、编号在词表内；加上缓存里的词，总长度不超过 max_len。"""
     check_tokens("tokens", tokens, model.cfg)
+    check_cache(cache)
     if cache is None:
         return
-    if not isinstance(cache, KVCache):
-        raise ValueError(f"cache 应为 KVCache 或 None，收到 {type(cache).__name__}")
     if len(cache.layers) != model.cfg.n_layers:
         raise ValueError(f"cache 有 {len(cache.layers)} 层，模型有 n_layers = {model.cfg.n_layers} 层："
                          "请用 KVCache(model.cfg.n_layers) 新建")
@@ -445,6 +482,21 @@ def check_forward_args(model: MiniLlama, tokens: Tensor, cache: KVCache | None) 
     first = cache.layers[0]
     if first is not None and first[0].size(0) != tokens.size(0):
         raise ValueError(f"tokens 的批大小 {tokens.size(0)} 与缓存里的 {first[0].size(0)} 不同")
+
+
+def check_permute_args(w: Tensor, n_heads: int) -> None:
+    """w 是二维的 (n_heads * head_dim, d_model)，head_dim 为正的偶数。"""
+    check_tensor("w", w)
+    if w.dim() != 2:
+        raise shape_error("w", "二维 (行, 列) = (n_heads * head_dim, d_model)，q 或 k 投影的 weight", w.shape)
+    check_int("n_heads", n_heads, minimum=1)
+    rows = w.size(0)
+    if rows % n_heads != 0:
+        raise ValueError(f"w 的行数 {rows} 应能被 n_heads = {n_heads} 整除：每个头占 head_dim 行。"
+                         "k 投影要传 n_kv_heads")
+    d = rows // n_heads
+    if d == 0 or d % 2 != 0:
+        raise ValueError(f"每个头的行数 {rows} / {n_heads} = {d} 应为正的偶数：RoPE 把维度两两配对")
 
 
 def check_hf_model(model: MiniLlama, hf_model: Any) -> None:

@@ -53,8 +53,9 @@ def llama_poem_config(vocab_size: int, context: int = TrainSettings.context) -> 
 @torch.no_grad()
 def held_out_loss(model: nn.Module, tok: CharTokenizer, held_out_text: str, context: int = TrainSettings.context
                   ) -> float:
-    """最后的成绩：从验证集的第 1、4、7……首诗开头（它前面的换行）各截一段 context 个词元，全部段的平均交叉熵。
+    """最后的成绩：从验证集第 1、4、7……首诗末尾的换行起各截一段 context 个词元，全部段的平均交叉熵。
 
+    验证集的开头没有换行，所以各段从第 2、5、8……首诗读起，第 0 个词元是它前面的换行（和训练时的段一样）。
     三首诗是 75 个词元，比一段长，所以段与段不重叠，验证集的大部分词元都量到了。
     训练中途只量 48 段（曲线用）；比较两个模型时用这些段，噪声小一些。
     """
@@ -78,7 +79,7 @@ def make_model(kind: str, vocab_size: int) -> nn.Module:
 # --8<-- [start:compare]
 def compare_on_poems(seeds: tuple[int, ...] = SEEDS, s: TrainSettings = COMPARE_SETTINGS) -> dict[str, Any]:
     """两个模型 × 每个种子各训练一次。种子同时决定初始参数和批次的顺序；同一个种子下两个模型看到同样的批次。"""
-    check_seeds(seeds)
+    check_compare_args(seeds, s)
     train_text, held_out_text = split_poems(load_poems())
     tok = CharTokenizer.train(train_text, min_count=MIN_COUNT)
     runs: dict[str, list[dict[str, Any]]] = {"gpt": [], "llama": []}
@@ -99,6 +100,7 @@ COMPARISON_ENV = "LLM_ARTIFACT_LLAMA_VS_GPT"
 
 def save_comparison(path: str | Path, result: dict[str, Any]) -> None:
     """存下每次训练的参数、训练记录和最后的验证集损失（不存用时：同样的输入应得到同样的文件）。"""
+    check_result(result)
     runs = {}
     for kind, items in result["runs"].items():
         runs[kind] = []
@@ -145,6 +147,7 @@ def comparison(verbose: bool = True) -> dict[str, Any]:
 
 def summary(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """每个模型：参数量、各种子最后的验证集损失、它们的平均。"""
+    check_result(result)
     out = {}
     for kind, items in result["runs"].items():
         losses = [run["held_out"] for run in items]
@@ -173,6 +176,43 @@ def check_seeds(seeds: tuple[int, ...]) -> None:
         raise ValueError(f"seeds 应是非空的整数元组，例如 (0, 1, 2)，收到 {seeds!r}")
     for seed in seeds:
         check_int("seed", seed)
+
+
+def check_compare_args(seeds: tuple[int, ...], s: TrainSettings) -> None:
+    check_seeds(seeds)
+    if not isinstance(s, TrainSettings):
+        raise ValueError(f"s 应为 TrainSettings（code/gpt_from_scratch.py），收到 {type(s).__name__}；"
+                         "改几项可以用 replace(COMPARE_SETTINGS, steps=...)")
+
+
+RESULT_KEYS = ("runs", "chars", "settings")
+RUN_KEYS = ("seed", "history", "model", "held_out")
+
+
+def check_result(result: object) -> None:
+    """result 是 compare_on_poems() 或 load_comparison(path) 返回的字典：每个模型至少训练过一次。"""
+    source = "compare_on_poems() 或 load_comparison(path) 的返回值"
+    if not isinstance(result, dict):
+        raise ValueError(f"result 应是 {source}（一个字典），收到 {type(result).__name__}")
+    missing = [key for key in RESULT_KEYS if key not in result]
+    if missing:
+        raise ValueError(f"result 应是 {source}，要有 'runs'、'chars'、'settings' 三项，缺少 {missing}")
+    runs = result["runs"]
+    if not isinstance(runs, dict) or not runs:
+        got = "空的字典" if isinstance(runs, dict) else type(runs).__name__
+        raise ValueError(f"result['runs'] 应是「模型 → 各次训练」的非空字典，例如 {{'gpt': [...], 'llama': [...]}}，"
+                         f"收到 {got}")
+    for kind, items in runs.items():
+        if not isinstance(items, list) or not items:
+            got = "空的列表" if isinstance(items, list) else type(items).__name__
+            raise ValueError(f"result['runs'][{kind!r}] 应是非空的列表，每个种子一项，收到 {got}")
+        for run in items:
+            if not isinstance(run, dict):
+                raise ValueError(f"result['runs'][{kind!r}] 的每一项应是一次训练的字典，收到 {type(run).__name__}")
+            missing = [key for key in RUN_KEYS if key not in run]
+            if missing:
+                raise ValueError(f"result['runs'][{kind!r}] 的每一项应有 'seed'、'history'、'model'、'held_out'，"
+                                 f"收到的一项缺少 {missing}")
 
 
 if __name__ == "__main__":

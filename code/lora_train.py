@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 from acrostic import (
+    SFTData,
     acrostic_ok,
     build_sft_data,
     head_hits,
@@ -92,6 +93,7 @@ def poem_lists() -> tuple[list[str], list[str]]:
 @torch.no_grad()
 def held_out_sft_loss(model: torch.nn.Module, data: Any, n: int | None = None) -> float:
     """验证集前 n 条（默认全部）样本上的 SFT 损失（只算回答的词元）。"""
+    check_held_out_args(model, data, n)
     model.eval()
     x, y = trim_batch(data.inputs[:n], data.labels[:n])
     return sft_loss(model(x), y).item()
@@ -101,7 +103,7 @@ def held_out_sft_loss(model: torch.nn.Module, data: Any, n: int | None = None) -
 def finetune(base: TinyTransformer, train: Any, held: Any, rank: int | None, s: SFTSettings
              ) -> tuple[TinyTransformer, SFTHistory]:
     """复制一份基座模型来微调：rank 为 None 时全部参数都训练，否则只训练加在 qkv、out 上的 LoRA。"""
-    check_finetune_args(base, rank, s)
+    check_finetune_args(base, train, held, rank, s)
     torch.manual_seed(s.seed)  # LoRA 的 A 的初始值
     model = copy.deepcopy(base)
     if rank is not None:
@@ -260,9 +262,18 @@ def summary(result: dict[str, Any]) -> dict[str, dict[str, float]]:
 # ---------- 参数检查：不在文章里展示 ----------
 
 
-def check_finetune_args(base: object, rank: int | None, s: object) -> None:
+def check_sft_data(name: str, data: object) -> None:
+    if not isinstance(data, SFTData):
+        raise ValueError(f"{name} 应为 SFTData（build_sft_data 的结果），收到 {type(data).__name__}")
+    if data.inputs.size(0) == 0:
+        raise ValueError(f"{name} 一条样本都没有：build_sft_data 至少要有一首可用的诗")
+
+
+def check_finetune_args(base: object, train: object, held: object, rank: int | None, s: object) -> None:
     if not isinstance(base, TinyTransformer):
         raise ValueError(f"base 应为 TinyTransformer（例如 pretrained_gpt() 的模型），收到 {type(base).__name__}")
+    check_sft_data("train", train)
+    check_sft_data("held", held)
     if rank is not None:
         check_int("rank", rank, minimum=1)
     if not isinstance(s, SFTSettings):
@@ -274,6 +285,14 @@ def check_finetune_args(base: object, rank: int | None, s: object) -> None:
         check_positive(name, getattr(s, name))
     if s.warmup >= s.steps:
         raise ValueError(f"warmup = {s.warmup} 应小于 steps = {s.steps}")
+
+
+def check_held_out_args(model: object, data: object, n: int | None) -> None:
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model 应为 torch.nn.Module（例如微调后的 TinyTransformer），收到 {type(model).__name__}")
+    check_sft_data("data", data)
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"n 应为 None（全部样本）或正整数（前 n 条），收到 {n!r}")
 
 
 if __name__ == "__main__":

@@ -91,12 +91,14 @@ def scheme_group_size(scheme: str) -> int | None:
     """分组方式的名字 → group_size（per_channel 为 None）。per_tensor 另有函数，这里不接受。"""
     if scheme == "per_channel":
         return None
-    if scheme.startswith("group") and scheme[5:].isdigit():
+    if isinstance(scheme, str) and scheme.startswith("group") and scheme[5:].isdigit():
         return int(scheme[5:])
     raise ValueError(f"scheme 应是 {', '.join(SCHEMES)} 之一，收到 {scheme!r}")
 
 
 def fake_quantize_scheme(w: Tensor, bits: int, scheme: str) -> Tensor:
+    """按分组方式的名字量化再还原：per_tensor 整个矩阵一个缩放，其余见 scheme_group_size。"""
+    check_scheme(scheme)
     if scheme == "per_tensor":
         return per_tensor_fake_quantize(w, bits)
     return fake_quantize(w, bits, scheme_group_size(scheme))
@@ -125,6 +127,7 @@ def quantize_model(model: nn.Module, bits: int, scheme: str = "per_channel") -> 
 # --8<-- [start:bytes]
 def scale_count(d_out: int, d_in: int, scheme: str) -> int:
     """一个 (d_out, d_in) 的矩阵要存几个缩放因子。"""
+    check_scale_count_args(d_out, d_in, scheme)
     if scheme == "per_tensor":
         return 1
     g = scheme_group_size(scheme)
@@ -251,8 +254,18 @@ def check_codes(codes: Tensor, scales: Tensor) -> None:
 
 
 def check_scheme(scheme: str) -> None:
-    if scheme != "per_tensor":
-        scheme_group_size(scheme)
+    if scheme != "per_tensor" and scheme_group_size(scheme) == 0:
+        raise ValueError(f"scheme = {scheme!r} 的组大小应至少为 1，例如 group32")
+
+
+def check_scale_count_args(d_out: int, d_in: int, scheme: str) -> None:
+    """和 inference_cost.matrix_bytes 一样：每组的大小应能整除 d_in，不然不是整数个组。"""
+    check_int("d_out", d_out, minimum=1)
+    check_int("d_in", d_in, minimum=1)
+    check_scheme(scheme)
+    g = None if scheme == "per_tensor" else scheme_group_size(scheme)
+    if g is not None and d_in % g != 0:
+        raise ValueError(f"{scheme} 每 {g} 个一组，应能整除矩阵的 d_in = {d_in}：每行要正好切成整数个组")
 
 
 def check_model(model: object) -> None:

@@ -384,8 +384,40 @@ def filled_cache(T: int = 24) -> KVCache:
     return cache
 
 
+def update_twice(k_shape: tuple[int, ...], v_dtype: torch.dtype = torch.float32) -> None:
+    """先存一个 (1, 2, 3, 8) 的 k、v，再存 k_shape 的（v 取 v_dtype）。"""
+    cache = KVCache(2)
+    cache.update(0, torch.zeros(1, 2, 3, 8), torch.zeros(1, 2, 3, 8))
+    cache.update(0, torch.zeros(k_shape), torch.zeros(k_shape, dtype=v_dtype))
+
+
+def block_forward(cache: object = None, x_shape: tuple[int, ...] = (1, 3, 32)) -> torch.Tensor:
+    return LlamaBlock(small_config())(torch.zeros(x_shape), torch.arange(3), causal_mask(3), cache)
+
+
 # (说明, 调用, 消息里必须有的片段)
 WRONG = [
+    ("重排的 w 是一维", lambda: rope_pairs_to_halves(torch.zeros(8), 2), ["w 的形状", "二维 (行, 列)", "收到 (8,)"]),
+    ("重排的 w 不是张量", lambda: rope_pairs_to_halves([[1.0, 2.0]], 1), ["w 应为 torch.Tensor", "收到 list"]),
+    ("重排时行数不能被 n_heads 整除", lambda: rope_pairs_to_halves(torch.zeros(6, 3), 4),
+     ["行数 6", "n_heads = 4", "整除"]),
+    ("重排时 n_heads = 0", lambda: rope_pairs_to_halves(torch.zeros(8, 3), 0), ["n_heads", "不小于 1"]),
+    ("重排时每个头的维数是奇数", lambda: rope_pairs_to_halves(torch.zeros(6, 3), 2), ["6 / 2 = 3", "偶数", "RoPE"]),
+    ("缓存存入一维的 k、v", lambda: KVCache(2).update(0, torch.zeros(8), torch.zeros(8)),
+     ["k 的形状", "(B, n_kv_heads, T_new, head_dim)", "收到 (8,)"]),
+    ("缓存存入的 k 不是张量", lambda: KVCache(2).update(0, "k", torch.zeros(1, 2, 3, 8)), ["k 应为 torch.Tensor"]),
+    ("缓存存入的 v 与 k 形状不同", lambda: KVCache(2).update(0, torch.zeros(1, 2, 3, 8), torch.zeros(1, 2, 3, 4)),
+     ["v 的形状", "和 k 一样的 (1, 2, 3, 8)", "收到 (1, 2, 3, 4)"]),
+    ("缓存存入的 v 与 k dtype 不同", lambda: update_twice((1, 2, 1, 8), torch.float64), ["v 的 dtype", "float32"]),
+    ("缓存存入的键值头数与已缓存的不同", lambda: update_twice((1, 4, 1, 8)),
+     ["n_kv_heads = 2", "已缓存的 (1, 2, 3, 8)", "收到 (1, 4, 1, 8)"]),
+    ("缓存存入的批大小与已缓存的不同", lambda: update_twice((2, 2, 1, 8)), ["B = 1", "收到 (2, 2, 1, 8)"]),
+    ("GQA 的 cache 不是 KVCache", lambda: gqa(4, 2, 0).float()(torch.zeros(1, 3, 24), torch.arange(3), None, "abc"),
+     ["cache 应为 KVCache 或 None", "收到 str"]),
+    ("块的 cache 不是 KVCache", lambda: block_forward(cache="abc"), ["cache 应为 KVCache 或 None", "收到 str"]),
+    ("块的 x 是二维", lambda: block_forward(x_shape=(3, 32)), ["x 的形状", "收到 (3, 32)"]),
+    ("块的 cfg 不是 MiniLlamaConfig", lambda: LlamaBlock("x"), ["cfg 应为 MiniLlamaConfig", "收到 str"]),
+    ("块的 cfg 头数不整除", lambda: LlamaBlock(small_config(3)), ["n_heads = 4", "n_kv_heads = 3", "整除"]),
     ("n_heads 不能被 n_kv_heads 整除", lambda: MiniLlama(small_config(3)), ["n_heads = 4", "n_kv_heads = 3", "整除"]),
     ("n_kv_heads 比 n_heads 多", lambda: MiniLlama(small_config(8)), ["n_kv_heads = 8", "MQA"]),
     ("n_kv_heads = 0", lambda: MiniLlama(small_config(0)), ["n_kv_heads", "不小于 1"]),

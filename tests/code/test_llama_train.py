@@ -97,6 +97,9 @@ def test_save_and_load_round_trip(tmp_path, poems) -> None:
     assert rows["gpt"]["params"] - rows["llama"]["params"] == 1
 
 
+BAD_RESULT = {"runs": None, "chars": "ab", "settings": COMPARE_SETTINGS}  # 各个测试换掉 runs
+
+
 @pytest.mark.parametrize("call, fragment", [
     (lambda tok, tr, he: held_out_loss(torch.nn.Linear(2, 2), tok, he), "MiniLlama"),
     (lambda tok, tr, he: held_out_loss(MiniLlama(llama_poem_config(tok.vocab_size)), tok, "没有换行"), "held_out_text"),
@@ -106,6 +109,15 @@ def test_save_and_load_round_trip(tmp_path, poems) -> None:
     (lambda tok, tr, he: compare_on_poems(seeds=()), "seeds"),
     (lambda tok, tr, he: compare_on_poems(seeds=(-1,)), "seed"),
     (lambda tok, tr, he: load_comparison("/nonexistent/cmp.pt"), "找不到"),
+    (lambda tok, tr, he: compare_on_poems(seeds=(0,), s={"steps": 2}), "s 应为 TrainSettings"),
+    (lambda tok, tr, he: summary("result"), "result 应是 compare_on_poems"),
+    (lambda tok, tr, he: summary({"runs": {"gpt": []}}), "缺少 \\['chars', 'settings'\\]"),
+    (lambda tok, tr, he: summary({**BAD_RESULT, "runs": {}}), "非空字典"),
+    (lambda tok, tr, he: summary({**BAD_RESULT, "runs": {"gpt": []}}), "非空的列表"),
+    (lambda tok, tr, he: summary({**BAD_RESULT, "runs": {"gpt": ["run"]}}), "一次训练的字典"),
+    (lambda tok, tr, he: summary({**BAD_RESULT, "runs": {"gpt": [{"seed": 0}]}}), "'history', 'model', 'held_out'"),
+    (lambda tok, tr, he: save_comparison("unused.pt", {"chars": "ab"}), "缺少 \\['runs', 'settings'\\]"),
+    (lambda tok, tr, he: save_comparison("unused.pt", None), "result 应是 compare_on_poems"),
 ])
 def test_wrong_input_raises_value_error(poems, call, fragment) -> None:
     with pytest.raises(ValueError, match=fragment):

@@ -19,12 +19,16 @@ import torch
 import torch.nn.functional as F
 from acrostic import (
     IGNORE,
+    SFTData,
     acrostic_ok,
     acrostic_prompt,
     build_sft_data,
     head_hits,
     line_heads,
     sft_loss,
+    trim_batch,
+    usable,
+    well_formed,
     write_acrostics,
     written_heads,
 )
@@ -225,6 +229,56 @@ def test_save_and_load_round_trip(tmp_path) -> None:
 def test_wrong_input_raises_value_error(call, fragment) -> None:
     with pytest.raises(ValueError, match=fragment):
         call()
+
+
+def ids(*shape: int) -> torch.Tensor:
+    return torch.zeros(*shape, dtype=torch.long)
+
+
+EMPTY = SFTData(ids(0, 5), ids(0, 5), [], [])
+
+
+@pytest.mark.parametrize("call, fragment", [
+    (lambda: trim_batch(ids(2, 3), torch.full((2, 3), IGNORE)), "没有一个有标签的位置"),
+    (lambda: trim_batch(ids(4), ids(4)), "labels 的形状应为 [(]B, T[)]，二维"),
+    (lambda: trim_batch(ids(2, 3), ids(4, 7)), "inputs 的形状应为 .*与 labels 相同"),
+    (lambda: trim_batch([[1, 2]], ids(1, 2)), "inputs 应为 torch.Tensor"),
+    (lambda: build_sft_data([POEM], "tok"), "tok 应为 CharTokenizer"),
+    (lambda: write_acrostics(random_gpt(), tok(), ["四一送迎"], max_new_tokens=0), "max_new_tokens 应为不小于 1"),
+    (lambda: write_acrostics(TinyTransformer(poem_config(tok().vocab_size + 1)), tok(), ["四一送迎"]),
+     "词表大小 .* 不符"),
+    (lambda: write_acrostics(None, tok(), ["四一送迎"]), "model 应为 TinyTransformer"),
+    (lambda: usable(None, tok()), "poem 应是字符串"),
+    (lambda: usable(POEM, None), "tok 应为 CharTokenizer"),
+    (lambda: line_heads([POEM]), "poem 应是字符串.*list"),
+    (lambda: written_heads(None), "text 应是字符串"),
+    (lambda: well_formed(b"abc"), "text 应是字符串.*bytes"),
+    (lambda: acrostic_ok(list("四一送迎"), POEM), "heads 应是字符串"),
+    (lambda: acrostic_ok("四一送迎", None), "text 应是字符串"),
+    (lambda: head_hits(1234, POEM), "heads 应是字符串.*int"),
+    (lambda: head_hits("四一送迎", ["四"]), "text 应是字符串"),
+    (lambda: finetune(random_gpt(), None, small_data()[1], rank=4, s=TINY), "train 应为 SFTData"),
+    (lambda: finetune(random_gpt(), small_data()[0], "held", rank=4, s=TINY), "held 应为 SFTData"),
+    (lambda: finetune(random_gpt(), small_data()[0], EMPTY, rank=4, s=TINY), "held 一条样本都没有"),
+    (lambda: held_out_sft_loss(random_gpt(), small_data()[1], n=0), "n 应为 None"),
+    (lambda: held_out_sft_loss(random_gpt(), None), "data 应为 SFTData"),
+    (lambda: held_out_sft_loss("model", small_data()[1]), "torch.nn.Module"),
+])
+def test_checks_added_for_learners(call, fragment) -> None:
+    """以前这些输入抛出 RuntimeError、IndexError、AttributeError，或者不报错、悄悄算出错的结果。"""
+    with pytest.raises(ValueError, match=fragment):
+        call()
+
+
+def test_trim_batch_and_held_out_loss_still_work() -> None:
+    inputs, labels = ids(2, 6), torch.full((2, 6), IGNORE)
+    labels[0, 1], labels[1, 3] = 5, 7
+    x, y = trim_batch(inputs, labels)
+    assert x.shape == y.shape == (2, 4) and y[1, 3] == 7
+    model, held = random_gpt(), small_data()[1]
+    with torch.no_grad():
+        first_two = sft_loss(model(held.inputs[:2]), held.labels[:2]).item()
+    assert held_out_sft_loss(model, held, n=2) == pytest.approx(first_two, abs=1e-6)
 
 
 def test_base_model_is_not_modified_by_finetune() -> None:

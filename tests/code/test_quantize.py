@@ -14,18 +14,29 @@ from pathlib import Path
 
 import pytest
 import torch
-from inference_cost import FORMATS, WeightFormat, decode_cost, llama_matrices, matrix_bytes, tang_matrices
+from inference_cost import (
+    FORMATS,
+    WeightFormat,
+    decode_cost,
+    llama_matrices,
+    matrix_bytes,
+    ridge_point,
+    tang_matrices,
+    tokens_per_second_bound,
+)
 from llama import LLAMA2_7B, LLAMA3_8B
 from quantize import (
     absmax_scales,
     dequantize,
     fake_quantize,
+    fake_quantize_scheme,
     model_bytes,
     per_tensor_fake_quantize,
     qmax_of,
     quantize,
     quantize_model,
     quantized_layers,
+    scale_count,
 )
 from tiny_transformer import TinyConfig, TinyTransformer
 from torch import nn
@@ -254,11 +265,41 @@ def test_tang_matrices_agree_with_kv_cache_weight_bytes() -> None:
     (lambda: model_bytes(small_gpt(), 12), "2 到 8"),
     (lambda: matrix_bytes([], WeightFormat("fp16", 16)), "shapes"),
     (lambda: decode_cost([(4, 4)], WeightFormat("fp16", 16), 0), "batch_size"),
+    (lambda: scale_count(64, 100, "group32"), "应能整除矩阵的 d_in = 100"),
+    (lambda: scale_count(-64, 96, "per_channel"), "d_out 应为不小于 1"),
+    (lambda: scale_count(64, -96, "per_tensor"), "d_in 应为不小于 1"),
+    (lambda: scale_count(64, 96, "group0"), "组大小应至少为 1"),
+    (lambda: scale_count(64, 96, 32), "scheme 应是"),
+    (lambda: fake_quantize_scheme(torch.randn(4, 8), 4, 32), "scheme 应是"),
+    (lambda: fake_quantize_scheme(torch.randn(4, 8), 4, None), "scheme 应是"),
+    (lambda: WeightFormat("int4", 4, group_size=0), "group_size 应为 None"),
+    (lambda: WeightFormat("int4", 4, group_size=2.5), "group_size 应为 None"),
+    (lambda: WeightFormat("int0", 0), "bits 应为不小于 1"),
+    (lambda: WeightFormat("int4", 4.0), "bits 应为整数"),
+    (lambda: WeightFormat("int4", 4, group_size=32, scale_bytes=0), "scale_bytes"),
+    (lambda: WeightFormat("", 4), "name 应是非空的字符串"),
+    (lambda: ridge_point(312e12, 0), "bandwidth 应为有限的正数"),
+    (lambda: ridge_point(float("inf")), "peak_flops 应为有限的正数"),
+    (lambda: tokens_per_second_bound("a"), "nbytes 应为有限的正数"),
+    (lambda: tokens_per_second_bound(0), "nbytes 应为有限的正数"),
+    (lambda: llama_matrices(None), "MiniLlamaConfig"),
+    (lambda: tang_matrices(None), "TinyConfig"),
 ])
 def test_bad_input_raises_a_readable_error(call, words) -> None:
     with pytest.raises(ValueError, match=None) as info:
         call()
     assert words in str(info.value)
+
+
+def test_scale_count_agrees_with_matrix_bytes() -> None:
+    """每 32 个一组：d_in = 96 时两边数出同样多的缩放因子；d_in = 100 切不成整数个组，两边都报错。"""
+    int4 = WeightFormat("int4", 4, group_size=32)
+    assert scale_count(64, 96, "group32") == 64 * 3
+    assert matrix_bytes([(64, 96)], int4) == 64 * 96 // 2 + int4.scale_bytes * scale_count(64, 96, "group32")
+    assert scale_count(64, 96, "per_channel") == 64 and scale_count(64, 96, "per_tensor") == 1
+    for call in (lambda: scale_count(64, 100, "group32"), lambda: matrix_bytes([(64, 100)], int4)):
+        with pytest.raises(ValueError, match="整除"):
+            call()
 
 
 def test_absmax_scales_shape() -> None:
