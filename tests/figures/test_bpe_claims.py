@@ -208,6 +208,20 @@ def composition() -> Counter:
     return out
 
 
+def fact_whole_marks() -> bool:
+    """The comma and the full stop are among the merged tokens that are one whole character."""
+    merged = set(ours_at(GPT_VOCAB).tokens[256:])
+    return "，".encode() in merged and "。".encode() in merged
+
+
+def fact_newline_is_the_extra_one() -> bool:
+    """The characters that are one token but not a merged token: only the newline, which is byte token 10."""
+    b = ours_at(GPT_VOCAB)
+    whole, merged = set(b.tokens), set(b.tokens[256:])
+    extra = [c for c in char_vocab() if c.encode() in whole and c.encode() not in merged]
+    return extra == ["\n"] and b.tokens[10] == b"\n"
+
+
 def char_vocab() -> list[str]:
     return corpus()["chars"]
 
@@ -365,8 +379,8 @@ BPE_SAMPLE = "可照翻門雲，還似叟�向。飛三金清，無心橫曉。
 
 
 def fact_bpe_sample() -> bool:
-    """The recorded sample, regenerated here without the KV cache: its fourth line has 4 characters, and the � of the
-    second line is one lone byte token 0xBC (a continuation byte) after a whole character."""
+    """The recorded sample, regenerated here without the KV cache: its third and fourth lines have 4 characters, and
+    the � of the second line is one lone byte token 0xBC (a continuation byte) after a whole character."""
     import gpt_from_scratch
     from kv_cache import generate
 
@@ -377,7 +391,7 @@ def fact_bpe_sample() -> bool:
     text = b"".join(bytes([i]) for i in ids if i < 256 and i != 10)  # the byte tokens other than newlines
     sample = models()["history"].samples[300]
     lines = re.split(r"[，。]", sample.split("\n")[0])
-    return (sample.startswith(BPE_SAMPLE) and "\ufffd" in lines[1] and len(lines[3]) == 4
+    return (sample.startswith(BPE_SAMPLE) and "\ufffd" in lines[1] and len(lines[2]) == len(lines[3]) == 4
             and text == b"\xbc" and ids.index(0xBC) == len(encode_bpe("可照翻門雲，還似叟")))
 
 
@@ -439,13 +453,16 @@ CLAIMS = [
     Claim("char tokenizer", "article", rf"同样是 {N} 个词元，在验证集上每个字符 {N} 个词元，和同样大小的 BPE（{N}）",
           approx(lambda: 256 + len(char_vocab()), lambda: char_tpc(held_text()), lambda: tpc(GPT_VOCAB))),
     Claim("composition", "article",
-          rf"训练到 {N} 个词元的 BPE，除了 256 个字节之外，有 {N} 个词元是一个完整的字、"
+          rf"训练到 {N} 个词元的 BPE，除了 256 个字节之外，有 {N} 个词元是一个完整的字（含逗号、句号）、"
           rf"{N} 个是两个字、{N} 个是三到五个字，还有 {N} 个不成字",
-          lambda stated: (None if composition()["more"] == 0 else "longer tokens") or approx(
+          lambda stated: (None if composition()["more"] == 0 else "longer tokens")
+          or (None if fact_whole_marks() else "comma or full stop is not one token") or approx(
               lambda: GPT_VOCAB, lambda: composition()["1"], lambda: composition()["2"], lambda: composition()["3-5"],
               lambda: composition()["partial"], exact=True)(stated)),
     Claim("single-token chars", "article", rf"字符级词表的 {N} 个字符里，只有 {N} 个在这个 BPE 里是单独一个词元",
           approx(lambda: len(char_vocab()), single_token_chars, exact=True)),
+    Claim("the extra one", "article", r"比上面多出的一个是换行，它在 BPE 里本来就是字节词元 10",
+          holds(lambda: fact_newline_is_the_extra_one() and single_token_chars() == composition()["1"] + 1)),
     Claim("segmentation", "article", r"只有字节时，这首诗连同换行是 (\d+) 个词元.*一共 (\d+) 个",
           lambda stated: (None if fact_segmentation() else "segmentation differs") or approx(
               lambda: len(segmentation(256)), lambda: len(segmentation(ours_full().vocab_size)), exact=True)(stated)),
@@ -467,7 +484,7 @@ CLAIMS = [
     Claim("per char", "article", rf"换成每个字符，字符级模型是 {N} 比特，BPE 模型是 {N} 比特，多了 {N} 比特",
           approx(lambda: scores("char")["bpc"], lambda: scores("bpe")["bpc"],
                  lambda: scores("bpe")["bpc"] - scores("char")["bpc"])),
-    Claim("Han part", "article", rf"\*\*汉字\*\*：字符级模型每个字符 {N} 比特，BPE 模型 {N} 比特",
+    Claim("Han part", "article", rf"\*\*汉字\*\*：落在汉字上的，字符级模型是每字符 {N} 比特，BPE 模型 {N} 比特",
           approx(lambda: scores("char")["char_bits"], lambda: scores("bpe")["char_bits"])),
     Claim("split chars", "article", r"这个 BPE 词表有三分之一多的字要拆成两三个词元",
           holds(lambda: 1 / 3 < 1 - single_token_chars() / len(char_vocab()) < 1 / 2)),

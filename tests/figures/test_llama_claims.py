@@ -165,7 +165,7 @@ def held_stream() -> tuple[list[int], list[int]]:
 
 
 def final_windows() -> torch.Tensor:
-    """From every third poem end (the 1st, 4th, 7th, ... window start), 65 tokens."""
+    """From the newline after every third poem (the 1st, 4th, 7th, ...), 65 tokens: poems 2, 5, 8, ..."""
     ids, ends = held_stream()
     starts = [s for s in ends if s + CONTEXT + 1 <= len(ids)][::3]
     return torch.tensor([ids[s : s + CONTEXT + 1] for s in starts])
@@ -257,6 +257,23 @@ def fact_token_ratio() -> bool:
     return (s.steps * s.batch_size) * 8 == base.steps * base.batch_size and (base.steps, base.batch_size) == (300, 16)
 
 
+def gpt_biases() -> int:
+    """Every bias of the stage-one GPT's shape (attention, feed-forward, LayerNorms, output layer), counted on torch's
+    own modules: the Llama-style model has none of them."""
+    V = vocab_size()
+    with torch.device("meta"):
+        modules = [*(nn.TransformerEncoderLayer(D, HEADS, 4 * D) for _ in range(LAYERS)),
+                   nn.LayerNorm(D), nn.Linear(D, V)]
+    return sum(p.numel() for m in modules for name, p in m.named_parameters() if name.endswith("bias"))
+
+
+def fact_windows_start() -> bool:
+    """The first two final windows begin with the newline before the 2nd and the 5th validation poem."""
+    chars, held, rows = corpus()["chars"], corpus()["held"], final_windows()
+    return all(rows[i].tolist() == encode("".join("\n" + h for h in held[k : k + 4]), chars)[: CONTEXT + 1]
+               for i, k in ((0, 1), (1, 4)))
+
+
 def fact_same_recipe() -> bool:
     s, base = llama_train.COMPARE_SETTINGS, gpt.TrainSettings()
     return ((s.steps, s.batch_size, s.context, s.eval_every, s.eval_windows) == (STEPS, BATCH, CONTEXT, 25, 48)
@@ -346,6 +363,11 @@ CLAIMS = [
           r"这里的词元数只有它的八分之一",
           holds(lambda: fact_token_ratio() and fact_same_recipe())),
     Claim("windows", "article", rf"段与段不重叠，一共 {N} 段", approx(lambda: len(final_windows()), exact=True)),
+    Claim("window starts", "article", r"从验证集的第 2、5、8……首诗开头（连同它前面那个换行）各截一段",
+          holds(fact_windows_start)),
+    Claim("biases", "article", rf"还有 GPT 里全部 {N} 个偏置", approx(gpt_biases, exact=True)),
+    Claim("warmup", "article", rf"只是预热从 {N} 步缩短到 {N} 步",
+          approx(lambda: gpt.TrainSettings().warmup, lambda: llama_train.COMPARE_SETTINGS.warmup, exact=True)),
     Claim("gpt row", "article", rf"^\| GPT（LayerNorm、GELU、位置嵌入、MHA） \| {N} \| {N} \| {N} \| {N} \| {N} \|$",
           approx(lambda: param_counts()["gpt"], *(lambda i=i: losses()["gpt"][i] for i in range(3)),
                  lambda: mean(losses()["gpt"]))),

@@ -487,7 +487,8 @@ CLAIMS: list[Claim] = [
     Claim("line hits", "article", rf"句首写对的比例在 {P} 到 {P} 之间，和基座模型的 {P} 差不多",
           approx(lambda: 100 * min(line_hits(n) for n in ORDER), lambda: 100 * max(line_hits(n) for n in ORDER),
                  lambda: 100 * line_hits("base"))),
-    Claim("same poem", "article", r"LoRA r=4 和全参数微调写出的却都是同一首诗（每个模型对三组藏头写的是同一首），句首一个也没对上",
+    Claim("same poem", "article", r"LoRA r=4 和全参数微调写出的却都是同一首诗（每个模型对三组藏头写的是同一首），"
+          r"句首一个也没对上",
           holds(fact_same_poem)),
     Claim("r4 like full", "article", rf"秩为 4 的 LoRA（{N} 个参数）和全参数微调差不多",
           lambda st: approx(lambda: counts()["lora-4"], exact=True)(st) or (None if (
