@@ -148,4 +148,4 @@ if __name__ == "__main__":
     for layout in ("pre", "residual"):
         for n in (32, 128):
             plain, scaled = residual_stream_std(layout, n), residual_stream_std(layout, n, scaled=True)
-            print(f"{layout:<9}{n:>4} 层   默认 {plain:10.3f}   缩小后 {scaled:7.3f}")
+            print(f"{layout:<9}{n:>4} 层   默认 {plain:10.2f}   缩小后 {scaled:7.2f}")

@@ -58,7 +58,7 @@ def load_poems() -> list[str]:
 
 # --8<-- [start:split]
 def split_poems(poems: list[str], every: int = HELD_OUT_EVERY) -> tuple[str, str]:
-    """按整首诗划分：第 every-1、2*every-1……首留作验证集，其余是训练集。
+    """按整首诗划分：从 1 数第 every、2*every……首（下标 every-1、2*every-1……）留作验证集，其余是训练集。
 
     每首诗后面接一个换行，换行就是「一首诗结束」的记号。返回 (训练文本, 验证文本)。
     按诗划分而不是按字划分：不然一首诗的前半在训练集、后半在验证集，验证损失会偏低。
@@ -116,7 +116,7 @@ def lr_at(step: int, total_steps: int, peak_lr: float, warmup: int, min_lr: floa
     """第 step 步（从 0 数）的学习率：先线性预热，再按余弦曲线降到 min_lr。
 
     预热：第 0 步是 peak_lr / warmup，第 warmup - 1 步升到 peak_lr。
-    之后 (step - warmup) / (total_steps - warmup) 从 0 走到 1，学习率沿半个余弦周期从 peak_lr 降向 min_lr。
+    之后 (step - warmup) / (total_steps - warmup) 从 0 走向 1，学习率沿半个余弦周期从 peak_lr 降向 min_lr。
     """
     check_schedule_args(step, total_steps, peak_lr, warmup, min_lr)
     if step < warmup:

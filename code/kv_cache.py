@@ -171,7 +171,8 @@ def beam_search(model: TinyTransformer, prompt: Tensor, beam_width: int, max_new
     """束搜索：每一步只保留对数概率之和最高的 beam_width 条候选，接着 prompt (1, T_prompt) 往下写。
 
     生成了 eos_id 的候选就此结束，放进结果里；其余的写到 max_new_tokens 个词元为止。
-    返回至多 beam_width 条结果，按 score（见 length_normalized）从高到低排好。beam_width = 1 就是贪心解码。
+    返回至多 beam_width 条结果，按 score（见 length_normalized）从高到低排好。
+    beam_width = 1 且没有 eos_id（或 length_penalty = 0）时就是贪心解码。
     """
     check_beam_args(model, prompt, beam_width, max_new_tokens, length_penalty, eos_id)
     model.eval()
@@ -264,7 +265,7 @@ def generation_macs(cfg: TinyConfig, prompt_len: int, max_new_tokens: int, use_c
 def recompute_step_macs(cfg: TinyConfig, t: int) -> int:
     """不用缓存、按常规写法从头算时，序列已有 t 个词元、要算下一个词元的乘加次数。
 
-    和 forward_macs(cfg, t) 的区别有两处：因果注意力只算打分矩阵的下三角（位置 i 只和前 i 个键做点积，
+    和 forward_macs(cfg, t) 的区别有两处：因果注意力只算打分矩阵的下三角（从 1 数，第 i 个位置只和前 i 个键做点积，
     各层合计 t (t + 1) d），logits 也只算最后一个位置。forward_macs(cfg, t) 数的是本文代码的实际做法：
     完整的 t × t 打分矩阵，每个位置都算 logits。
     """

@@ -73,7 +73,8 @@ def parameter_shares() -> dict[str, dict[str, list[int]]]:
     article="transformer-block",
     title="32 层随机初始化的块：四种拼法下残差流的标准差和梯度随深度的变化",
     caption="数据来自随机初始化（PyTorch 默认初始化，未训练）的 32 个块，输入是标准正态的随机张量，"
-    "损失是输出与一个固定随机张量的内积。左：每层输出的标准差；右：损失对每层输入的梯度范数，"
+    "损失是输出与一个固定随机张量的内积。横轴 l 是经过 l 个块之后的残差流（l=0 是最初的输入）。"
+    "左：它的标准差；右：损失对它的梯度范数，"
     "除以对最终输出的梯度范数，纵轴只画到 0.01，无残差的曲线出界后，它在第 0 层的值标在图中。"
     "两图纵轴都是对数刻度。",
 )
@@ -89,7 +90,7 @@ def residual_depth():
         axes[1].plot(layers, p.grad, **style)
     plain_log_axis(axes[0], "y", [0.03, 0.1, 0.3, 1, 3, 10], base=10)
     axes[0].set_title("前向：残差流的尺度")
-    axes[0].set_ylabel("每层输出的标准差")
+    axes[0].set_ylabel("残差流的标准差")
     # 无残差时梯度缩小几十个数量级：只画 0.01 以上的范围，出界的部分用文字标出最终的值
     floor = GRAD_FLOOR
     plain_log_axis(axes[1], "y", [floor, 0.1, 1, 10], base=10)

@@ -379,6 +379,22 @@ def test_beam_width_one_is_greedy(name: str) -> None:
         assert best.tokens == greedy_tokens and not best.finished
 
 
+def test_beam_width_one_with_an_end_token() -> None:
+    """有结束符时：长度惩罚为 0，束宽 1 仍是贪心（写到结束符为止）；按平均对数概率排名时，
+    写完的那条可能输给一条更长的，文章《解码》说的正是这一点。"""
+    n, differs = 5, 0
+    for seed in range(40):
+        model = sharp_model(seed)
+        prompt = prompt_for(BEAM_CFG, batch=1, length=2, seed=seed)
+        greedy = generate(model, prompt, n).tokens[0, 2:].tolist()
+        greedy = greedy[: greedy.index(0) + 1] if 0 in greedy else greedy
+        (best,) = beam_search(model, prompt, 1, n, length_penalty=0.0, eos_id=0)
+        assert best.tokens == greedy
+        (averaged,) = beam_search(model, prompt, 1, n, length_penalty=1.0, eos_id=0)
+        differs += averaged.tokens != greedy
+    assert differs > 0
+
+
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("eos_id", [None, 0])
 @pytest.mark.parametrize("length_penalty", [0.0, 1.0, 2.0])

@@ -99,6 +99,22 @@ def param_counts() -> dict[str, int]:
     return {"blocks": blocks, "embed": embed, "out": out, "total": total}
 
 
+def fact_blocks_overtake_near(d_cross: float) -> bool:
+    """Counted with PyTorch's modules at widths around the stated crossover: the blocks hold fewer parameters than
+    the embedding and output layer 8 below it, and more 8 above it."""
+    V = vocab_size()
+
+    def n(m: nn.Module) -> int:
+        return sum(p.numel() for p in m.parameters())
+
+    def blocks_minus_ends(d: int) -> int:
+        with torch.device("meta"):
+            # one head: the parameter count does not depend on how the width is split into heads
+            return LAYERS * n(nn.TransformerEncoderLayer(d, 1, 4 * d)) - n(nn.Embedding(V, d)) - n(nn.Linear(d, V))
+
+    return blocks_minus_ends(round(d_cross) - 8) < 0 < blocks_minus_ends(round(d_cross) + 8)
+
+
 def windows(poems: list[str], tok) -> tuple[torch.Tensor, torch.Tensor]:
     """48 windows of 65 tokens starting at evenly spaced poem starts (as the caption says), cut here."""
     ids: list[int] = []
@@ -384,6 +400,11 @@ N = r"(\d[\d,]*(?:\.\d+)?)"
 
 CLAIMS = [
     # corpus and tokenizer
+    Claim("exercise: where the blocks take over", "article",
+          r"它和 \$2Vd\$ 相等在 \$d\\approx V/\(6L\)\$，这里约 (\d+)，\$d\$ 超过它块才成为大头。"
+          r"GPT-2 small 的 \$V/\(6L\)\$ 约 (\d+)，比它的 \$d=768\$ 小",
+          lambda st: (None if fact_blocks_overtake_near(vocab_size() / (6 * LAYERS)) else "not the crossover")
+          or approx(lambda: vocab_size() / (6 * LAYERS), lambda: 50257 / (6 * 12))(st)),  # GPT-2: V 50,257, 12 layers
     Claim("poems and bytes", "article", rf"共 {N} 首，每行一首，文件 `data/tang_wujue/poems\.txt` 一共 {N} 字节",
           approx(lambda: len(corpus()["poems"]), lambda: corpus()["bytes"], exact=True)),
     Claim("corpus format", "article",
