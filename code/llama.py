@@ -148,7 +148,6 @@ class LlamaBlock(nn.Module):
 
     def forward(self, x: Tensor, positions: Tensor, mask: Tensor,
                 cache: KVCache | None = None, layer: int = 0) -> Tensor:
-        check_block_inputs(self, x, cache)
         x = x + self.attn(self.attn_norm(x), positions, mask, cache, layer)  # 归一化在子层之前，残差流不归一化
         return x + self.ffn(self.ffn_norm(x))
 # --8<-- [end:block]
@@ -412,12 +411,6 @@ def check_gqa_inputs(attn: GroupedQueryAttention, x: Tensor, positions: Tensor, 
     T = x.size(1)
     if positions.dim() != 1 or positions.size(0) != T:
         raise shape_error("positions", f"(T,) = {fmt((T,))}，x 里每个词元的位置", positions.shape)
-    check_cache(cache)
-
-
-def check_block_inputs(block: LlamaBlock, x: Tensor, cache: KVCache | None) -> None:
-    """x 为 (B, T, d_model)；cache 为 KVCache 或 None。positions、mask 由注意力层检查。"""
-    check_btd("x", x, block.attn.d_model)
     check_cache(cache)
 
 
