@@ -16,6 +16,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 from tests.scheduling import SPLIT, unit_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,11 +63,18 @@ def test_two_workers_keep_a_file_together_and_deal_a_split_file_test_by_test(tmp
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("PYTEST_XDIST_WORKER", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadscope",
-         "--no-loadscope-reorder", "-v"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-    )
+    # The run's own base temporary folder: the default, numbered under /tmp/pytest-of-<user>, is shared with the
+    # outer run and with every other nested run, which create and clean up numbered folders there concurrently.
+    # --max-worker-restart=0: a crashed worker fails the run at once, with its message, where xdist's restart of a
+    # loadscope worker re-queues finished units (pytest-xdist issues 1323 and 1378) and can wait forever.
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadscope",
+               "--no-loadscope-reorder", "--max-worker-restart=0", f"--basetemp={tmp_path / 'basetemp'}", "-v"]
+    try:
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired as stuck:  # the run takes about 3 s; say how far it got
+        printed = [out.decode(errors="replace") if isinstance(out, bytes) else out or ""
+                   for out in (stuck.stdout, stuck.stderr)]
+        pytest.fail(f"the two-worker run did not end within {stuck.timeout} s; it printed:\n" + "\n".join(printed))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     workers: dict[str, set[str]] = defaultdict(set)
     for worker, nodeid in re.findall(r"^\[(gw\d+)\][^\n]*?PASSED (\S+)", done.stdout, re.M):
