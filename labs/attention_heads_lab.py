@@ -92,7 +92,7 @@ print("每层注意力权重的形状:", [tuple(w.shape) for w in model.attentio
 #
 # 训练 1000 步，每步 64 条序列，优化器是 AdamW。损失只在「能靠照抄猜对」的位置上算：前一半是随机词，把它们算进来只会给训练添噪声（`train(..., loss_on="all")` 可以试试算上它们会怎样）。
 #
-# 这个模型就是 `code/tiny_transformer.py` 里的 `train_reference()`：上面这个配置，种子 0，训练 1000 步。构建网站时它只训练一次，存进缓存，文章里的图和这个实验读的是同一份参数，下面的 `pretrained()` 直接读取它。下载的 Notebook 没有这份缓存，`pretrained()` 就现场训练，并打印用了多少时间；种子相同、都用单线程，得到的参数和网站上的一样，后面的数字也应当一样。
+# 这个模型就是 `code/tiny_transformer.py` 里的 `train_reference()`：上面这个配置，种子 0，训练 1000 步。构建网站时它只训练一次，存进缓存，文章里的图和这个实验读的是同一份参数，下面的 `pretrained()` 直接读取它。下载的 Notebook 没有这份缓存，`pretrained()` 就现场训练，并打印用了多少时间。种子相同、都用单线程时，在同一台机器、同一个 PyTorch 版本上每次训练得到的参数逐位相同，后面的数字也一样；换一台机器或换一个 PyTorch 版本，浮点运算的细节可能不同，数字可能和网站上的略有出入。
 
 # %%
 model, history = pretrained()  # 想换参数重新训练（见第 9 节），把这一行换成：history = train(model, steps=1000, seed=0)
@@ -138,10 +138,11 @@ axes[1].plot([a * 100 for a in smooth(history.repeat_acc)], color=figkit.THEMES[
 axes[1].set_ylim(0, 102)
 axes[1].set_title("重复部分的准确率（%）")
 axes[1].set_xlabel("训练步数")
+fig.suptitle("参考模型的训练记录（在每一步训练用的序列上量）")
 plt.show()
 
 # %% [markdown]
-# 对照上面打印的步数看曲线：准确率从 10% 升到 90% 花了多少步？在更大的模型和真实文本上，归纳头的形成常常表现为一段平台之后的突然下降，文献里叫它「相变」：两层的头必须配合起来才有用，单独一个头学会了也换不来更低的损失，所以一开始几乎没有梯度把它们往那个方向推；一旦有了一点苗头，两边互相加强，很快就连成一片。我们的任务很干净、损失只算在能照抄的位置上，这个过程通常快得多，平台可能短到几乎看不出来。
+# 对照上面打印的步数看曲线：准确率从 10% 升到 90% 花了多少步？Olsson 等人（2022，[*In-context Learning and Induction Heads*](https://arxiv.org/abs/2209.11895)）在真实文本上训练了大小不同的模型，发现归纳头集中在训练早期很短的一段里形成，模型利用上文的能力也在同一段里突然变强，训练损失曲线上能看到一个小鼓包；他们把这叫作「相变」（phase change）。为什么这么突然，一种解释是：两层的头必须配合起来才有用，单独一个头学会了也换不来更低的损失，所以一开始几乎没有梯度把它们往那个方向推；一旦有了一点苗头，两边互相加强，很快就连成一片。我们的任务很干净、损失只算在能照抄的位置上，这个过程通常快得多，开头那段损失几乎不动的平台可能短到看不出来。
 
 # %% [markdown]
 # ## 4. 在没见过的序列上检验
@@ -166,7 +167,8 @@ with torch.no_grad():
     model(example)
 n = 8
 labels = ["BOS"] + [str(t) for t in example[0, 1:].tolist()]
-fig, axes = figkit.new_figure(ncols=cfg.n_heads, nrows=cfg.n_layers, size="tall")
+# squeeze=False：只有一层或一个头时 axes 仍是二维的，axes[layer, h] 照样能用（第 9 节的练习会用到）
+fig, axes = figkit.new_figure(ncols=cfg.n_heads, nrows=cfg.n_layers, size="tall", squeeze=False)
 for layer in range(cfg.n_layers):
     for h in range(cfg.n_heads):
         ax = axes[layer, h]
@@ -177,6 +179,7 @@ for layer in range(cfg.n_layers):
         for edge in (n + 0.5,):
             ax.axhline(edge, color="white", linewidth=0.8, linestyle="--")
             ax.axvline(edge, color="white", linewidth=0.8, linestyle="--")
+fig.suptitle(f"训练好的模型，在一条 n = {n} 的序列上的注意力权重")
 plt.show()
 
 # %% [markdown]
@@ -195,7 +198,7 @@ plt.show()
 # - **前一个词**得分：$A_{i,\,i-1}$ 的平均值，位置 $i = 1, \dots, T-1$；
 # - **归纳**得分：设位置 $i$ 的词上一次出现在位置 $j$，取 $A_{i,\,j+1}$ 的平均值（只在前面出现过的位置上平均）；
 # - **同词**得分：同上，但取 $A_{i,\,j}$，即直接看上一次出现的那个位置；
-# - **自身**得分：$A_{i,\,i}$；**起始符**得分：$A_{i,\,0}$（常被当作「什么都不做」的停靠点）。
+# - **自身**得分：$A_{i,\,i}$；**起始符**得分：$A_{i,\,0}$。Clark 等人（2019，[*What Does BERT Look At?*](https://arxiv.org/abs/1906.04341)）发现 BERT 的很多头把大量注意力放在特殊符号 [SEP] 上，推测这相当于这个头「这一次什么都不做」；我们的 `BOS` 也可能被这样用。
 #
 # 每个分数都在 0 到 1 之间。作为对照，再算一个「均匀注意力」：每个位置把权重平均分给它能看到的所有位置。一个头的某项得分要明显高于这个对照，才能说它「专门在做这件事」。下面先按定义手算一个分数，再用 `code/tiny_transformer.py` 里的 `head_scores` 算出全部分数。
 

@@ -73,7 +73,7 @@ print(scores.round(decimals=2))
 # %% [markdown]
 # ## 3. 缩放：除以 √d_k
 #
-# 两个 $d_k$ 维随机向量的点积，方差大约是 $d_k$。除以 $\sqrt{d_k}$ 把它拉回 1 左右，softmax 才不会被少数特别大的分数「一票否决」（第 9 节会看到不缩放的后果）。
+# 两个 $d_k$ 维随机向量的点积，方差大约是 $d_k$。除以 $\sqrt{d_k}$ 把它拉回 1 左右，softmax 才不会把几乎全部权重都交给分数最大的那一个、别的词几乎分不到（第 9 节会看到不缩放的后果）。
 
 # %%
 scaled = scores / math.sqrt(d_k)
@@ -112,7 +112,7 @@ fig, ax = figkit.new_figure(size="square")
 figkit.heatmap(ax, weights, xlabels=words, ylabels=words, vmax=1.0)
 ax.set_xlabel("被看的词（键）")
 ax.set_ylabel("正在看的词（查询）")
-ax.set_title("注意力权重（每行之和为 1）")
+ax.set_title("注意力权重（随机向量、未训练；每行之和为 1）")
 plt.show()
 
 # %% [markdown]
@@ -137,6 +137,7 @@ figkit.heatmap(axes[0], weights, xlabels=words, ylabels=words, vmax=1.0, colorba
 axes[0].set_title("不加掩码：每个词都能看整句")
 figkit.heatmap(axes[1], causal_weights, xlabels=words, ylabels=words, vmax=1.0)
 axes[1].set_title("因果掩码：只能看自己和前面的词")
+fig.suptitle("同一组随机向量（未训练）的注意力权重")
 plt.show()
 
 # %% [markdown]
@@ -173,6 +174,7 @@ fig, axes = figkit.new_figure(ncols=n_heads)
 for h, ax in enumerate(axes):
     figkit.heatmap(ax, head_weights[0, h], xlabels=words, ylabels=words, vmax=1.0, colorbar=h == n_heads - 1)
     ax.set_title(f"第 {h} 个头")
+fig.suptitle("随机初始化（未训练）的 MultiHeadAttention，加因果掩码")
 plt.show()
 
 # %% [markdown]
@@ -181,7 +183,7 @@ plt.show()
 # %% [markdown]
 # ## 8. 和 PyTorch 自带的实现对答案
 #
-# PyTorch 2 提供了 `torch.nn.functional.scaled_dot_product_attention`，底层会按硬件挑选更快的算法。我们的实现应该和它给出相同的结果。注意一个容易踩的坑：**两边掩码的含义正好相反**。我们的约定是 `True` 表示「屏蔽」；PyTorch 的布尔 `attn_mask` 里 `True` 表示「可以看」。把我们的因果掩码原样传过去，PyTorch 会理解成「只许看后面的词」，结果自然对不上。
+# PyTorch 2 提供了 `torch.nn.functional.scaled_dot_product_attention`，底层会按硬件挑选更快的算法。我们的实现应该和它给出相同的结果。注意一个容易踩的坑：**两边掩码的含义正好相反**。我们的约定是 `True` 表示「屏蔽」；PyTorch 的布尔 `attn_mask` 里 `True` 表示「可以看」。把我们的因果掩码原样传过去，PyTorch 会理解成：每个词只许看严格在它后面的词，连自己也不许看。于是结果自然对不上；最后一个词后面没有词，那一行什么都不许看，softmax 没有可分配的位置，这一行的输出就看 PyTorch 怎么处理了（下面打印了它在这里得到什么）。
 
 # %%
 from torch.nn import functional as F
@@ -200,6 +202,9 @@ print("把掩码取反（~mask）后传给 attn_mask 一致:",
 wrong = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(6))
 print("直接把我们的掩码传进去一致:", torch.allclose(ours, wrong, atol=1e-6),
       f"（最大误差 {(ours - wrong).abs().nan_to_num(float('inf')).max():.2f}）")
+last = wrong[..., -1, :]  # 最后一个词：反过来的掩码下它什么都不许看
+print("这时最后一个词的输出:",
+      "全是 NaN" if last.isnan().all() else "全是 0" if (last == 0).all() else "既不全是 0，也不全是 NaN")
 
 # %% [markdown]
 # ## 9. 动手试试：去掉缩放会怎样
@@ -255,6 +260,7 @@ axes[1].set_ylabel(f"梯度范数 < {NEAR_ZERO} 的行（%）")
 axes[1].set_ylim(0, 100)
 axes[0].set_title("每行最大的权重")
 axes[1].set_title("梯度几乎为 0 的行")
+fig.suptitle("随机生成的 Q、K（不是训练出来的）")
 plt.show()
 
 (_, g_scaled, z_scaled), (_, g_raw, z_raw) = rows["缩放"][-1], rows["不缩放"][-1]
@@ -275,6 +281,7 @@ figkit.heatmap(axes[0], w_scaled, vmax=1.0, colorbar=False)
 axes[0].set_title(f"除以 √{d_try}")
 figkit.heatmap(axes[1], w_raw, vmax=1.0)
 axes[1].set_title(f"不缩放：每行最大权重平均 {w_raw.max(dim=-1).values.mean():.2f}")
+fig.suptitle(f"同一组随机的 Q、K（d_k = {d_try}）")
 plt.show()
 print(f"每行最大权重：缩放 {w_scaled.max(dim=-1).values.mean():.2f}，不缩放 {w_raw.max(dim=-1).values.mean():.2f}")
 

@@ -191,7 +191,7 @@ print("  " + (f"最后 30 个字以 {p} 个字为周期循环" if p else "最后
 #
 # - 这个模型的下一个字只由当前的字决定，所以贪心只要遇到一个出现过的字，就会把上次的路原样再走一遍，再也出不来。
 # - 重复惩罚压低出现过的字。可是圈里的字全都出现过、受到同样的惩罚，惩罚不够大时，它们之间的先后可能不变，只是换到一个更大的圈里；惩罚大到能让没出现过的字胜出，才跳得出去。上面每种惩罚下有没有循环，看它下面那一行。
-# - 这里的 logits 全是负数，惩罚是乘以 $\theta$。把它们整体加上 10，softmax 之后的分布一模一样，可有限的 logits 全变成了正数，惩罚变成除以 $\theta$，效果就不同了（文章「容易写错的地方」第 7 条，动手试试第 2 题）。
+# - 这里的 logits 是对数概率，有限的都不大于 0：负的那些，惩罚是乘以 $\theta$；一个字后面只跟过一种字时（这段话里这样的字不少），那一格是 $\log 1 = 0$，乘以 $\theta$ 还是 0，惩罚对它不起作用。把它们整体加上 10，softmax 之后的分布一模一样，可有限的 logits 全变成了正数，惩罚变成除以 $\theta$，效果就不同了（文章「容易写错的地方」第 7 条，动手试试第 2 题）。
 # - 采样靠随机性打破循环，代价是文字更容易前言不搭后语。
 
 # %% [markdown]
@@ -237,7 +237,7 @@ for n in (8, 24, 40):
 print("每一行的实数都和公式相同")
 
 # %% [markdown]
-# 生成得越长，差距越大：没有缓存时，第 $t$ 步要把前面的 $t$ 个词元全部重算，每一步的代价随 $t$ 增长；有缓存时每一步只算一个新词元。把每一步的乘加次数画出来（还是这个小模型，提示 8 个词元）：
+# 生成得越长，差距越大：没有缓存时，每一步都要把整段序列（提示加上已经生成的词元）从头重算一遍：第 $t$ 步要算「提示长度 $+\,t-1$」个位置，每一步的代价随序列变长而增长；有缓存时，第 1 步把整段提示预填充一遍，之后每一步只算一个新词元。把每一步的乘加次数画出来（还是这个小模型，提示 8 个词元）：
 
 # %%
 steps_full = generation_macs(cfg, prompt.size(1), 56, use_cache=False)
@@ -258,7 +258,9 @@ print(f"最后一步（序列已有 {prompt.size(1) + 55} 个词元）：没有�
 # %% [markdown]
 # ## 6. 缓存占多少内存
 #
-# 缓存的大小是 $2\times L\times H\times d_{\text{head}}\times T\times$ 每个数的字节数。`KVCache` 按 `max_len` 一次分配好，所以它实际占的内存，应当等于公式在 $T$ = `max_len` 时的值。
+# 缓存的大小是 $2\times B\times L\times H\times d_{\text{head}}\times T\times$ 每个数的字节数，$B$ 是一批里的序列数（下面的小模型取 2 条）。`KVCache` 按 `max_len` 一次分配好，所以它实际占的内存，应当等于公式在 $T$ = `max_len` 时的值。
+#
+# 再按两个真实模型的形状算一条序列的缓存（float16，每个数 2 字节；文章里也算过这两个）：GPT-2 small 的层数、头数、每头维数和上下文长度取自 OpenAI 公开的 GPT-2 模型配置（`hparams.json`；Radford 等，2019），Llama 2 7B 的取自 Meta 发布的 `config.json`（Touvron 等，2023）。
 
 # %%
 cache = KVCache.for_model(model, batch_size=2)
@@ -267,6 +269,7 @@ formula = kv_cache_bytes(cfg.n_layers, cfg.n_heads, cfg.d_model // cfg.n_heads, 
 print(f"这个小模型、2 条序列、max_len = {cfg.max_len}：缓存实际 {cache.nbytes:,} 字节，公式 {formula:,} 字节，"
       f"相同: {cache.nbytes == formula}")
 
+# 真实模型，各一条序列：(层数, 头数, 每头维数, 上下文长度)，来源见上文
 for name, (layers, heads, d_head, T) in {"GPT-2 small": (12, 12, 64, 1024), "Llama 2 7B": (32, 32, 128, 4096)}.items():
     per_token = kv_cache_bytes(layers, heads, d_head, 1)
     whole = kv_cache_bytes(layers, heads, d_head, T)

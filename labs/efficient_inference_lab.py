@@ -11,7 +11,7 @@
 #
 # 这个实验配合文章[《推理更省：量化与分块注意力》](../articles/efficient-inference.md)阅读。先亲手量化一个随机矩阵，看误差怎样随位宽和分组变化；再拿第一阶段训练好的唐诗 GPT，和 PyTorch 自带的 int8 量化对答案，让量化过的模型写诗；然后把分块注意力和 PyTorch 的 `scaled_dot_product_attention` 对一遍，数一数各存多少个数；最后算三个模型每解码一个词元要读多少字节。
 #
-# 页面上的数字和图都是构建网站时实际运行得到的（随机种子固定），结论句由程序按算出来的数字生成。从页面上下载的 Notebook 放在任意一个空文件夹里就能运行，只需要装好 torch、numpy 和 matplotlib：它的第一格会把用到的代码文件写到旁边的 `llm_code/` 目录里。没有构建网站时留下的模型文件，唐诗 GPT 会现场训练一遍，要一分钟左右。
+# 页面上的数字和图都是构建网站时实际运行得到的（随机种子固定），结论句由程序按算出来的数字生成。从页面上下载的 Notebook 放在任意一个空文件夹里就能运行，只需要装好 torch、numpy 和 matplotlib：它的第一格会把用到的代码文件写到旁边的 `llm_code/` 目录里。没有构建网站时留下的模型文件，唐诗 GPT 会现场训练一遍，要多等一会儿（用时和你的机器有关）。
 
 # %%
 # 准备工作：找到实验要导入的代码（quantize.py 等），把它所在的目录加入导入路径。
@@ -32,10 +32,11 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 from inference_cost import cost_table, ridge_point
-from kv_cache import generate
+from kv_cache import A100_BANDWIDTH, A100_PEAK_FLOPS, generate
 from quantize import (
     dequantize,
     model_bytes,
+    qmax_of,
     quantize,
     quantize_model,
     quantized_layers,
@@ -72,6 +73,7 @@ def errors(matrix: torch.Tensor, bits: int, group: int | None) -> tuple[torch.Te
     return (dequantize(codes, scales) - matrix).abs(), (scales / 2).repeat_interleave(g, dim=1)
 
 
+print("整数码的上限 q_max = 2^(b-1) - 1：" + "，".join(f"{b} 比特 {qmax_of(b)}" for b in range(8, 1, -1)))
 rows = []
 for bits in (8, 4, 2):
     for group in (None, 32, 16):
@@ -90,7 +92,7 @@ for bits in (8, 4, 2):
     print(f"{bits} 比特：第 10 行的误差，每行一组时变成 {one:.2f} 倍，每 16 个一组时 {small:.2f} 倍，{verdict}")
 
 # %% [markdown]
-# 位宽每少 1 比特，缩放因子大一倍，误差也大约翻一倍。只有一个缩放因子的那一行里，离群值把 $s$ 撑大了，其余的数都挤在很少几个整数上；分组之后，只有离群值所在的那一组受连累。位宽很低时，就算没有离群值，大多数数也已经被舍成 0，离群值再添的那点误差就不显眼了。
+# 缩放因子 $s=\max|w|/q_{\max}$，各位宽的 $q_{\max}$ 打印在第一行。位宽高时，每少 1 比特 $q_{\max}$ 差不多减半，$s$ 差不多翻一倍；位宽低了就不止：从 3 比特到 2 比特，$q_{\max}$ 从 3 降到 1，$s$ 变成 3 倍。所以从 8 比特到 4 比特、再到 2 比特，每一步 $s$ 都大了许多倍，平均误差也跟着大了许多倍（对照上面打印的数）。只有一个缩放因子的那一行里，离群值把 $s$ 撑大了，其余的数都挤在很少几个整数上；分组之后，只有离群值所在的那一组受连累。位宽很低时，就算没有离群值，大多数数也已经被舍成 0，离群值再添的那点误差就不显眼了。
 
 # %%
 fig, ax = figkit.new_figure(size="wide")
@@ -134,11 +136,11 @@ print("和 PyTorch 完全一致" if mismatched == 0 and worst == 0 else "和 PyT
 # %%
 x, y = validation_windows(tok)
 prompt = torch.tensor([tok.encode("\n")])
-poems = {}
+poems, losses = {}, {}
 for bits in (None, 4, 2):
     m = model if bits is None else quantize_model(model, bits, "per_channel")
     with torch.no_grad():
-        loss = F.cross_entropy(m(x).flatten(0, 1), y.flatten()).item()
+        loss = losses[bits] = F.cross_entropy(m(x).flatten(0, 1), y.flatten()).item()
         poems[bits] = tok.decode(generate(m, prompt, 24).tokens[0, 1:])
     size = model_bytes(model, bits, "per_channel")["total"]
     label = "float32（不量化）" if bits is None else f"{bits} 比特"
@@ -147,10 +149,11 @@ for bits in (None, 4, 2):
 print()
 for bits in (4, 2):
     same = next((i for i, (a, b) in enumerate(zip(poems[None], poems[bits], strict=False)) if a != b), None)
-    print(f"{bits} 比特的诗" + ("和不量化的完全相同" if same is None else f"从第 {same + 1} 个字起和不量化的不同"))
+    print(f"{bits} 比特：验证集损失比不量化的高 {losses[bits] - losses[None]:.4f}；诗"
+          + ("和不量化的完全相同" if same is None else f"从第 {same + 1} 个字起和不量化的不同"))
 
 # %% [markdown]
-# 贪心解码只要有一步概率最大的字换了，后面的上文就不一样，整首诗都会跟着变：损失只高了一点点，写出来的诗仍可能从头就不同。比较量化前后的模型，要看整个验证集上的损失，不能只看一两首诗。
+# 对照上面打印的损失差：4 比特只比不量化的高一点点，写出来的诗却可能从头就不同。贪心解码只要有一步概率最大的字换了，后面的上文就不一样，整首诗都会跟着变，所以诗不同不等于模型变差了。2 比特就不一样了：损失高出的那一截比 4 比特大得多，模型是真的变差了。比较量化前后的模型，要看整个验证集上的损失，不能只看一两首诗。
 
 # %% [markdown]
 # ## 4. 分块注意力和 PyTorch 对答案
@@ -184,9 +187,11 @@ for T in (256, 2048, 16384):
 # %% [markdown]
 # ## 5. 每解码一个词元读多少字节
 #
-# 批大小为 1、只算权重，三个模型在四种存法下每个词元读多少字节、每读 1 字节做几次浮点运算（算术强度），以及在 A100 的显存带宽下每秒最多解码几个词元。唐诗 GPT 小得能放进片上缓存，最后一列对它没有意义，这里不列。
+# 批大小为 1、只算权重，三个模型在四种存法下每个词元读多少字节、每读 1 字节做几次浮点运算（算术强度），以及按 NVIDIA A100 80GB SXM 数据手册上的显存带宽（和文章用的是同一个数，下面第一行打印出来）每秒最多解码几个词元。唐诗 GPT 小得能放进片上缓存，最后一列对它没有意义，这里不列。
 
 # %%
+print(f"A100 80GB SXM（NVIDIA 数据手册）：显存带宽 {A100_BANDWIDTH / 1e9:.0f} GB/s，"
+      f"bf16 稠密矩阵乘法峰值 {A100_PEAK_FLOPS / 1e12:.0f} TFLOPS\n")
 for row in cost_table():
     bound = "" if row["model"] == "唐诗 GPT" else f"，每秒最多 {row['tokens_per_s']:>4.0f} 个词元"
     print(f"{row['model']:<10} {row['format']:<5}：每个词元读 {row['bytes'] / 1e6:>10,.1f} MB，"

@@ -71,7 +71,7 @@ print(f"词表大小 {tok.vocab_size}：{N_BYTES} 个字节词元 + {len(tok.cha
 print("最常见的 12 个字符:", " ".join(repr(c)[1:-1] for c in tok.chars[:12]))
 
 # %% [markdown]
-# 词表里有的字一个字一个词元；没有的（简体字、表情符号、英文）拆成字节。不管哪种，解码之后都和原文一模一样。试着把下面的句子换成任何你想得到的文字。
+# 词表里有的字一个字一个词元；没有的（在训练集里出现不到 `MIN_COUNT` 次的字，比如不少简体字，还有表情符号、英文字母）拆成字节。不管哪种，解码之后都和原文一模一样。试着把下面的句子换成任何你想得到的文字。
 
 # %%
 for text in ["白日依山盡，黃河入海流。", "白日依山尽，黄河入海流。", "GPT 🙂"]:
@@ -79,9 +79,11 @@ for text in ["白日依山盡，黃河入海流。", "白日依山尽，黄河�
     pieces = " ".join(tok.token_text(i) for i in ids)
     print(f"{text!r}：{len(text)} 个字符 → {len(ids)} 个词元，还原一致：{tok.decode(ids) == text}")
     print("   ", pieces)
+    fallback = "".join(dict.fromkeys(c for c in text if c not in tok.char_to_id))  # 不在词表里的字符，各记一次
+    print("    拆成字节的字符：", " ".join(repr(c) for c in fallback) if fallback else "没有")
 
 # %% [markdown]
-# 繁体的「盡」「黃」在词表里；简体的「尽」「黄」不在（语料是繁体字），只好各拆成 3 个字节。模型要学的是「哪几个字节连在一起是一个字」，这比直接认字难，所以词表要尽量覆盖常见的字。
+# 语料是繁体字，繁体的句子每个字都在词表里。简体字要看它在训练集里出现了几次：出现够 `MIN_COUNT` 次的也有自己的编号，其余的只好拆成 UTF-8 字节（一个汉字几个字节，看上面 `<0x..>` 的个数）。哪些字拆成了字节，上面每句下面都列出来了。模型要学的是「哪几个字节连在一起是一个字」，这比直接认字难，所以词表要尽量覆盖常见的字。
 
 # %% [markdown]
 # ## 2. 损失：手算交叉熵，和 PyTorch 对答案
@@ -147,7 +149,7 @@ plt.show()
 # %% [markdown]
 # ## 4. 先让模型背下一小批数据
 #
-# 训练一个新模型之前，先拿一小批固定的数据反复训练：模型和训练循环都没写错的话，损失应当很快降到接近 0（它把这一批背下来了）。背不下来，说明哪里有错——比如目标没有错开一位、梯度没有清零、学习率不对。这一步只要几秒钟，比直接训练几分钟再发现问题省事得多。
+# 训练一个新模型之前，先拿一小批固定的数据反复训练：模型和训练循环都没写错的话，损失应当很快降到接近 0（它把这一批背下来了）。背不下来，说明哪里有错——比如目标没有错开一位、梯度没有清零、学习率不对。这一步只训练一个小模型、反复用同一小批数据，很快就能跑完，比完整训练一遍之后才发现问题省事得多。
 
 # %%
 torch.manual_seed(0)
@@ -169,7 +171,7 @@ print("背下来了（损失低于 0.1）" if losses[-1] < threshold else "没�
 # %% [markdown]
 # ## 5. 读取文章里训练好的模型
 #
-# 文章的图用的模型就是 `code/gpt_from_scratch.py` 里的 `train_poem_gpt()`：4 层、每层 4 个头、$d_{\text{model}}=64$，在训练集上训练 300 步。构建网站时它只训练一次，存进缓存，下面的 `pretrained_gpt()` 直接读取。下载的 Notebook 没有这份缓存，`pretrained_gpt()` 就现场训练，并打印用了多少时间；种子相同、都用单线程，得到的参数和网站上的一样。
+# 文章的图用的模型就是 `code/gpt_from_scratch.py` 里的 `train_poem_gpt()`：4 层、每层 4 个头、$d_{\text{model}}=64$，在训练集上训练 300 步。构建网站时它只训练一次，存进缓存，下面的 `pretrained_gpt()` 直接读取。下载的 Notebook 没有这份缓存，`pretrained_gpt()` 就现场训练，并打印用了多少时间。种子相同、都用单线程时，在同一台机器、同一个 PyTorch 版本上每次训练得到的参数逐位相同；换一台机器或换一个 PyTorch 版本，浮点运算的细节可能不同，参数和后面的数字可能和网站上的略有出入。
 
 # %%
 model, tok, history = pretrained_gpt()
@@ -179,7 +181,7 @@ n_params = sum(p.numel() for p in model.parameters())
 print(f"参数量 {n_params:,}")
 print(f"验证集（训练时没见过的 {len(held_out_text.splitlines())} 首诗）上的损失：训练前 {history.eval_held_out[0]:.3f}，"
       f"训练后 {evaluate(model, hx, hy):.3f}")
-print(f"困惑度 exp(损失)：{math.exp(evaluate(model, hx, hy)):.0f}，相当于每个字在这么多个候选里犹豫")
+print(f"困惑度 exp(损失)：{math.exp(evaluate(model, hx, hy)):.0f}，相当于每个词元在这么多个候选里犹豫")
 
 # %% [markdown]
 # 让它写几首。温度低，用字保守、容易重复；温度高，用字更散，也更容易写出拼不成字的字节（显示成 �）。生成用的是下一篇文章要讲的 `generate`，每次都从换行（一首诗的开头）写起。

@@ -80,6 +80,7 @@ for ax, (name, fn) in zip(axes, (("RoPE", rope_scores), ("正弦编码加到 q�
     ax.set_title(f"{name}：起点 500 减起点 0")
     ax.set_xlabel("k 的位置（从起点数）")
     ax.set_ylabel("q 的位置（从起点数）")
+fig.suptitle("一对随机向量 q、k：两个起点的点积表之差")
 plt.show()
 
 # %% [markdown]
@@ -92,7 +93,9 @@ plt.show()
 
 # %%
 attn = GroupedQueryAttention(d_model=32, n_heads=4, n_kv_heads=2).double()
-B, T, H, H_kv, d = 2, 10, 4, 2, 8
+B, T = 2, 10
+H, H_kv, d = attn.n_heads, attn.n_kv_heads, attn.head_dim  # 查询头数、键值头数、每头的维数，都从模型里读
+g = H // H_kv  # 每个键值头要复制给几个查询头
 x = torch.randn(B, T, 32, dtype=torch.float64)
 positions = torch.arange(T)
 mask = torch.ones(T, T, dtype=torch.bool).triu(1)  # True 表示屏蔽未来的位置
@@ -103,9 +106,9 @@ with torch.no_grad():
     vh = attn.v(x).view(B, T, H_kv, d).transpose(1, 2)
     for how in ("repeat_interleave", "repeat"):
         if how == "repeat_interleave":
-            k_full, v_full = kh.repeat_interleave(2, dim=1), vh.repeat_interleave(2, dim=1)  # 0,0,1,1
+            k_full, v_full = kh.repeat_interleave(g, dim=1), vh.repeat_interleave(g, dim=1)  # 2 个键值头时：0,0,1,1
         else:
-            k_full, v_full = kh.repeat(1, 2, 1, 1), vh.repeat(1, 2, 1, 1)  # 0,1,0,1
+            k_full, v_full = kh.repeat(1, g, 1, 1), vh.repeat(1, g, 1, 1)  # 2 个键值头时：0,1,0,1
         y = F.scaled_dot_product_attention(qh, k_full, v_full, is_causal=True)
         ref = attn.out(y.transpose(1, 2).reshape(B, T, H * d))
         diff = (ours - ref).abs().max().item()
@@ -141,6 +144,8 @@ for row in kv_cache_table(seq_len=4096):
 # ## 4. 在唐诗上训练几十步
 #
 # 用文章里比较时的模型（4 层、4 个头、2 个键值头、SwiGLU 隐藏维度 205）和第一阶段同一个训练循环 `train_gpt`，只训练 40 步、每步 8 段，看验证集损失从随机初始化时降了多少。文章里的比较每个模型训练 75 步、3 个种子，这里只为了亲眼看到它在学。
+#
+# 打印的「训练前」「训练后」两个损失用的是 `held_out_loss`（`code/llama_train.py`，文章比较两个模型时也用它）：从验证集里隔几首诗截一段，对全部这些段取平均。图上的曲线是 `train_gpt` 训练中途在固定的几段上量的（段数见图例），验证集那条和 `held_out_loss` 量的不是同一批文本，所以曲线上验证集的最后一个点和打印的「训练后」损失一般不一样。
 
 # %%
 train_text, held_out_text = split_poems(load_poems())
@@ -156,8 +161,8 @@ print(f"验证集损失：训练前 {before:.3f}，训练 {settings.steps} 步�
       f"{'降低了' if after < before else '没有降低'}")
 
 fig, ax = figkit.new_figure(size="wide")
-ax.plot(history.eval_steps, history.eval_held_out, marker="o", label="验证集（固定的 48 段）")
-ax.plot(history.eval_steps, history.eval_train, marker=".", label="训练集（固定的 48 段）")
+ax.plot(history.eval_steps, history.eval_held_out, marker="o", label=f"验证集（固定的 {settings.eval_windows} 段）")
+ax.plot(history.eval_steps, history.eval_train, marker=".", label=f"训练集（固定的 {settings.eval_windows} 段）")
 ax.set_xlabel("训练步数")
 ax.set_ylabel("损失")
 ax.legend()
@@ -166,6 +171,6 @@ plt.show()
 # %% [markdown]
 # ## 5. 自己试试
 #
-# - 把第 2 节的键值头改成 1 个（MQA）或 4 个（MHA），`repeat` 和 `repeat_interleave` 还会不会给出不同的结果？为什么？
+# - 把第 2 节建 `GroupedQueryAttention` 时的 `n_kv_heads=2` 改成 1（MQA）或 4（MHA），重新运行那一格（头数和复制的倍数都从 `attn` 里读，不用改别处），`repeat` 和 `repeat_interleave` 还会不会给出不同的结果？为什么？
 # - 把第 1 节的 `size` 改大、起点改成几万，RoPE 的表还会一格不差吗？（提示：位置越大，角度越大，float32 下的舍入误差也越大；这里用的是 float64。）
-# - 把第 4 节的 `n_kv_heads` 改成 4，参数量变成多少？训练 40 步后的损失差得多吗？
+# - 第 4 节的配置来自 `llama_poem_config`，要改键值头数，把建模型那一行换成 `model = MiniLlama(replace(llama_poem_config(tok.vocab_size), n_kv_heads=4))`（`replace` 来自 `dataclasses`，第一格已经导入），再从这一格运行。参数量（`sum(p.numel() for p in model.parameters())`）变成多少？训练 40 步后的损失差得多吗？

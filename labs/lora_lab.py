@@ -98,7 +98,7 @@ for r, values in curves.items():
 ax.set_yscale("log")
 ax.set_xlabel("训练步数")
 ax.set_ylabel("均方误差（对数坐标）")
-ax.set_title("拟合一个秩为 2 的改动")
+ax.set_title("拟合一个随机构造的秩为 2 的改动（随机输入）")
 ax.legend()
 plt.show()
 
@@ -108,7 +108,7 @@ plt.show()
 # %% [markdown]
 # ## 3. 合并之后输出不变
 #
-# 把第 2 节秩为 4 的那个旁路换一份随机的 $B$（假装训练过），合并进 $W$：`merge_lora` 把 `LoRALinear` 换回普通的 `nn.Linear`，权重是 $W+\frac{\alpha}{r}BA$。用 float64 算，合并前后的差只剩舍入误差。
+# 新建一个和第 1 节一样的层（64 → 192，秩 4，$\alpha=8$），把它的 $B$ 换成一份随机数（假装训练过），再合并进 $W$：`merge_lora` 把 `LoRALinear` 换回普通的 `nn.Linear`，权重是 $W+\frac{\alpha}{r}BA$。用 float64 算，合并前后的差只剩舍入误差。
 
 # %%
 torch.manual_seed(2)
@@ -169,6 +169,6 @@ for name in ("base", "lora-4", "full"):
 # ## 6. 自己试试
 #
 # - 把第 2 节的目标改动换成秩为 4，再看 r = 1、2、4 的误差。
-# - 用 `add_lora(model, ("qkv",), r=4, alpha=8)` 只在 qkv 上加 LoRA，数一数可训练参数；再加上前馈网络的 `up`、`down` 呢？
+# - 只在 qkv 上加 LoRA，数一数可训练参数：先 `from lora import add_lora`，取一份还没加过 LoRA 的基座模型 `m, _ = finetuned_model(result, "base")`（第 4 节的 `model` 已经加过 LoRA，同一个模型不能再加一次），再 `add_lora(m, ("qkv",), r=4, alpha=8)`，用 `trainable_parameters(m)` 数。再加上前馈网络的 `up`、`down` 呢？（每换一种加法，都重新取一份基座模型。）
 # - 文章里的模型一首也没藏住：80 步只够学会格式。用 `lora_train` 里的 `finetune` 和 `evaluate_acrostics` 自己微调一次 LoRA r=4，把 `SFTSettings` 的 `steps` 加到几百步，看句首命中率（`line_hits`）会不会涨；再和同样步数的全参数微调（`rank=None`）比一比。
 # - 在第 5 节换几组藏头，挑一个基座模型几乎没见过的字（比如只在语料里出现两三次的字）做句首，写出的诗有什么不同？

@@ -148,7 +148,7 @@ for layout, norm_first in (("pre", True), ("post", False)):
           f"{'一致' if diff < 1e-10 else '不一致'}（门槛 1e-10，float64）")
 
 # %% [markdown]
-# 再换一个角度验证因果掩码：改掉最后一个词元，前面所有位置的输出都不应该变。
+# 再换一个角度验证因果掩码：改掉最后一个词元，用同一个块分别算原来的输入和改过的输入。加了因果掩码，前面所有位置的输出都不应该变；作为对照，不加掩码时前面的位置也看得到最后一个词元，它们的输出就会跟着变。
 
 # %%
 block = TransformerBlock(d_model, n_heads).double()
@@ -156,9 +156,9 @@ x2 = x.clone()
 x2[:, -1] = torch.randn(B, d_model, dtype=torch.float64)
 with torch.no_grad():
     y1, y2 = block(x, mask=causal_mask(T)), block(x2, mask=causal_mask(T))
-    y3 = block(x2)  # 不加掩码
+    y0, y3 = block(x), block(x2)  # 对照：同一个块，不加掩码
 print("加因果掩码：前面位置的输出不变:", torch.allclose(y1[:, :-1], y2[:, :-1]))
-print("不加掩码：  前面位置的输出不变:", torch.allclose(y1[:, :-1], y3[:, :-1]))
+print("不加掩码：  前面位置的输出不变:", torch.allclose(y0[:, :-1], y3[:, :-1]))
 
 # %% [markdown]
 # ## 3. 数参数
@@ -180,7 +180,7 @@ for d_model in (64, 256, 768, 1024):
 # %% [markdown]
 # 三列完全相同。前馈网络始终占三分之二左右：它有两个 $d\times 4d$ 的矩阵，注意力只有四个 $d\times d$ 的矩阵。
 #
-# 把 12 个 $d=768$ 的块加上词嵌入（50257 个词）、位置嵌入（1024 个位置）和最后一个 LayerNorm，就是 GPT-2 small：
+# 把 12 个 $d=768$ 的块加上词嵌入（50257 个词）、位置嵌入（1024 个位置）和最后一个 LayerNorm，就是 GPT-2 small（这些形状取自 Radford 等人 2019 年的 GPT-2 论文和 OpenAI 公开的 GPT-2 代码）。输出层不另占参数：OpenAI 公开的代码（`src/model.py`）把最后的隐藏状态乘以词嵌入矩阵 `wte` 的转置得到 logits，输出层和词嵌入共用同一个矩阵，这叫权重共享（weight tying），所以下面的合计里没有单独的输出层：
 
 # %%
 with torch.device("meta"):
@@ -246,6 +246,7 @@ fig, axes = figkit.new_figure(ncols=2, size="tall")
 for layout, label in layouts.items():
     axes[0].plot(profiles[layout].std, label=label)
     axes[1].plot(profiles[layout].grad, label=label)
+fig.suptitle("随机初始化（未训练）的块逐层叠起来，输入是随机张量")
 for ax, title in zip(axes, ("每层输出的标准差", "梯度（相对输出处）"), strict=True):
     ax.set_yscale("log")
     ax.set_xlabel("层 l")
@@ -297,8 +298,8 @@ for layout, values in grads.items():
 # 改完直接重新运行对应的单元：
 #
 # 1. 第 5 节里给 `depth_profile` 传 `n_layers=64`：只有残差的那条线会涨到多少？Pre-LN 呢？
-# 2. 第 2 节里把 `activation="gelu"` 换成默认的 ReLU，或者去掉 `norm_first=True`：差别有多大？
+# 2. 第 2 节里把 `activation="gelu"` 换成默认的 ReLU，或者把建 PyTorch 块时的 `norm_first=norm_first` 改成 `norm_first=not norm_first`（让 Pre-LN 的块去对 Post-LN 的 PyTorch 块，反过来也一样）：差别有多大？
 # 3. 第 3 节里给 `TransformerBlock` 加上 `norm="rms", ffn="swiglu", bias=False`（Llama 的配置），参数量和原来差多少？
-# 4. 第 1 节里把 LayerNorm 的方差改成除以 $d-1$（`x.var(dim=-1, unbiased=True)`），还和 PyTorch 一致吗？
+# 4. 第 1 节里把 LayerNorm 的方差改成除以 $d-1$（`x.var(dim=-1, unbiased=True, keepdim=True)`：要加 `keepdim=True`，形状才是 (3, 1)，能和 (3, 6) 的 `x` 逐行相减、相除），还和 PyTorch 一致吗？
 #
 # 回到文章：[《Transformer 块：残差连接、层归一化与前馈网络》](../articles/transformer-block.md)
