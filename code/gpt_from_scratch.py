@@ -63,7 +63,7 @@ def split_poems(poems: list[str], every: int = HELD_OUT_EVERY) -> tuple[str, str
     每首诗后面接一个换行，换行就是「一首诗结束」的记号。返回 (训练文本, 验证文本)。
     按诗划分而不是按字划分：不然一首诗的前半在训练集、后半在验证集，验证损失会偏低。
     """
-    check_int("every", every, minimum=2)
+    check_split_args(poems, every)
     train = "".join(p + "\n" for i, p in enumerate(poems) if i % every != every - 1)
     held_out = "".join(p + "\n" for i, p in enumerate(poems) if i % every == every - 1)
     return train, held_out
@@ -316,6 +316,24 @@ def pretrained_gpt(verbose: bool = True) -> tuple[TinyTransformer, CharTokenizer
 
 
 # ---------- 参数检查：不在文章和实验里展示，输入不对时给出看得懂的错误 ----------
+
+
+def check_split_args(poems: list[str], every: int) -> None:
+    """poems 是诗的列表，每项一首非空、不含换行的字符串（和 code/acrostic.py 的 check_poems 同样的要求；
+    不从那里导入：acrostic 是后面的一课，反过来用着本文件的 split_poems）；every 至少为 2。"""
+    if isinstance(poems, str) or not isinstance(poems, list):
+        raise ValueError("poems 应是诗的列表（每项一首、不含换行，例如 load_poems() 的结果），"
+                         f"收到 {type(poems).__name__}；整段文本请先 splitlines()")
+    if not poems:
+        raise ValueError("poems 一首诗都没有：至少要有一首才能划分")
+    for i, poem in enumerate(poems):
+        if not isinstance(poem, str):
+            raise ValueError(f"poems[{i}] 应是一首诗的字符串，收到 {type(poem).__name__}")
+        if not poem:
+            raise ValueError(f"poems[{i}] 是空字符串：每项应是一首诗（空行会变成一首空诗）")
+        if "\n" in poem:
+            raise ValueError(f"poems[{i}] 含有换行：每项应是一首诗，换行是划分时加上的「一首诗结束」的记号")
+    check_int("every", every, minimum=2)
 
 
 def check_batch_args(data: Tensor, batch_size: int, context: int, starts: Tensor | None = None) -> None:

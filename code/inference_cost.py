@@ -57,7 +57,9 @@ class WeightFormat:
 FORMATS = (
     WeightFormat("fp32", 32),
     WeightFormat("fp16", 16),
-    WeightFormat("int8", 8, group_size=None),  # 每个输出通道一个缩放因子：每行几千个权重才摊一个，见 matrix_bytes
+    # 每个输出通道（每行）一个缩放因子，见 matrix_bytes：Llama 每行几千个权重才摊一个；唐诗 GPT 每行只有 64 或 256 个
+    # 权重，4 字节的缩放因子摊到每个权重上是 0.5 或 0.125 比特
+    WeightFormat("int8", 8, group_size=None),
     WeightFormat("int4", 4, group_size=32),  # 每 32 个一组
 )
 # --8<-- [end:formats]
@@ -92,7 +94,7 @@ def matrix_bytes(shapes: list[tuple[int, int]], fmt: WeightFormat) -> int:
 
     int8 那种 group_size=None 且 bits < 16 的格式，每行（每个输出通道）一个缩放因子。
     """
-    check_shapes(shapes)
+    check_bytes_args(shapes, fmt)
     total = 0
     for d_out, d_in in shapes:
         bits = d_out * d_in * fmt.bits
@@ -172,6 +174,15 @@ def check_shapes(shapes: object) -> None:
             raise ValueError(f"shapes[{i}] 应是 (d_out, d_in) 两个整数，收到 {pair!r}")
         check_int(f"shapes[{i}] 的 d_out", pair[0], minimum=1)
         check_int(f"shapes[{i}] 的 d_in", pair[1], minimum=1)
+
+
+def check_bytes_args(shapes: object, fmt: object) -> None:
+    """matrix_bytes（decode_cost 也经过它）的参数：shapes 见 check_shapes；fmt 是 WeightFormat，不是名字。"""
+    check_shapes(shapes)
+    if not isinstance(fmt, WeightFormat):
+        names = "、".join(f.name for f in FORMATS)
+        raise ValueError(f"fmt 应为 WeightFormat（已有的存法是 FORMATS 里的 {names}，例如 FORMATS[3] 就是 int4；"
+                         f"只写名字不行），收到 {fmt!r}（{type(fmt).__name__}）")
 
 
 def check_tang_config(cfg: object) -> None:

@@ -47,7 +47,9 @@ class KVCache:
 
     def store(self, layer: int, k_new: Tensor, v_new: Tensor) -> tuple[Tensor, Tensor]:
         """把新位置的 k、v (B, n_heads, T_new, d_head) 写在第 layer 层已有内容的后面，
-        返回这一层到目前为止的全部 K、V (B, n_heads, length + T_new, d_head)。"""
+        返回这一层到目前为止的全部 K、V (B, n_heads, length + T_new, d_head)。
+        本方法不改 self.length：所有层都存好之后由调用者加上 T_new（见 forward_with_cache）。"""
+        check_store_args(self, layer, k_new, v_new)
         start, end = self.length, self.length + k_new.size(2)
         self.k[layer][:, :, start:end] = k_new
         self.v[layer][:, :, start:end] = v_new
@@ -66,6 +68,7 @@ def attend_with_cache(mha: MultiHeadAttention, x: Tensor, cache: KVCache, layer:
 
     只为新词元算 q、k、v；k、v 存进缓存，q 和缓存里的全部 K、V 做注意力：每个新词元算出注意力矩阵的一行。
     返回 (B, T_new, d_model)，与 mha(完整序列, 因果掩码) 在这些位置上的输出相同。
+    本函数不改 cache.length，所有层都存好之后由调用者加上 T_new（见 forward_with_cache）。
     """
     check_attend_args(mha, x, cache, layer)
     B, T_new, d_model = x.shape
@@ -156,11 +159,13 @@ def length_normalized(log_prob: float, length: int, length_penalty: float) -> fl
 
     length_penalty = 0 不做归一化：对数概率是负的，越长越小，所以偏爱短的序列；= 1 就是每个词元的平均。
     """
+    check_score_args(log_prob, length, length_penalty)
     return log_prob / length**length_penalty
 
 
 def reorder_cache(cache: KVCache, rows: Tensor) -> None:
     """让缓存的第 i 行换成原来的第 rows[i] 行：候选换了「祖先」，它的 K、V 也要跟着换。"""
+    check_reorder_args(cache, rows)
     cache.k = [k.index_select(0, rows) for k in cache.k]
     cache.v = [v.index_select(0, rows) for v in cache.v]
 
@@ -214,12 +219,8 @@ def beam_search(model: TinyTransformer, prompt: Tensor, beam_width: int, max_new
 @torch.no_grad()
 def sequence_log_prob(model: TinyTransformer, prompt: Tensor, tokens: list[int]) -> float:
     """接在 prompt (1, T_prompt) 之后写出 tokens 的对数概率之和（完整前向，不用缓存），用来核对各种解码的结果。"""
-    check_model(model)
-    check_tokens("prompt", prompt, model.cfg)
-    if prompt.size(0) != 1 or not tokens:
-        raise ValueError("prompt 应为一条序列 (1, T_prompt)，tokens 至少一个词元")
+    check_log_prob_args(model, prompt, tokens)
     full = torch.cat([prompt, torch.tensor([tokens], device=prompt.device)], dim=1)
-    check_tokens("prompt + tokens", full[:, :-1], model.cfg)
     logp = torch.log_softmax(model(full[:, :-1]).double(), dim=-1)[0, prompt.size(1) - 1:]
     return logp.gather(-1, torch.tensor(tokens, device=prompt.device)[:, None]).sum().item()
 
@@ -266,8 +267,8 @@ def recompute_step_macs(cfg: TinyConfig, t: int) -> int:
     """不用缓存、按常规写法从头算时，序列已有 t 个词元、要算下一个词元的乘加次数。
 
     和 forward_macs(cfg, t) 的区别有两处：因果注意力只算打分矩阵的下三角（从 1 数，第 i 个位置只和前 i 个键做点积，
-    各层合计 t (t + 1) d），logits 也只算最后一个位置。forward_macs(cfg, t) 数的是本文代码的实际做法：
-    完整的 t × t 打分矩阵，每个位置都算 logits。
+    每层（各头加起来，打分与加权求和两项）合计 t (t + 1) d），logits 也只算最后一个位置。
+    forward_macs(cfg, t) 数的是本文代码的实际做法：完整的 t × t 打分矩阵，每个位置都算 logits。
     """
     check_macs_args(cfg, t, 0)
     d, L, V = cfg.d_model, cfg.n_layers, cfg.vocab_size
@@ -401,7 +402,7 @@ def check_generate_args(model: TinyTransformer, prompt: Tensor, max_new_tokens: 
     check_model(model)
     check_tensor("prompt", prompt)
     check_tokens("prompt", prompt, model.cfg)
-    n = check_int("max_new_tokens", max_new_tokens)
+    n = check_int("max_new_tokens", max_new_tokens, minimum=1)  # 0 个新词元没有 logits 可返回
     # 最后生成的那个词元不用再送进模型，所以序列最长到 T_prompt + n - 1 时还要算一次
     if prompt.size(1) + n - 1 > model.cfg.max_len:
         raise ValueError(f"提示长 {prompt.size(1)}，再生成 {n} 个词元，模型要处理 {prompt.size(1) + n - 1} 个位置，"
@@ -430,13 +431,82 @@ def check_beam_args(model: TinyTransformer, prompt: Tensor, beam_width: int, max
     if prompt.size(1) + n - 1 > model.cfg.max_len:
         raise ValueError(f"提示长 {prompt.size(1)}，再生成 {n} 个词元，模型要处理 {prompt.size(1) + n - 1} 个位置，"
                          f"超过了 max_len = {model.cfg.max_len}")
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or not (
-            math.isfinite(length_penalty)):
-        raise ValueError(f"length_penalty 应为有限的实数（0 不归一化，1 按平均每个词元），收到 {length_penalty!r}")
+    check_length_penalty(length_penalty)
     if eos_id is not None:
         check_int("eos_id", eos_id)
         if eos_id >= model.cfg.vocab_size:
             raise ValueError(f"eos_id 应在 0 到 vocab_size - 1 = {model.cfg.vocab_size - 1} 之间，收到 {eos_id}")
+
+
+def check_length_penalty(length_penalty: float) -> None:
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or not (
+            math.isfinite(length_penalty)):
+        raise ValueError(f"length_penalty 应为有限的实数（0 不归一化，1 按平均每个词元），收到 {length_penalty!r}")
+
+
+def check_score_args(log_prob: float, length: int, length_penalty: float) -> None:
+    """length_normalized 的参数：对数概率之和不大于 0（可以是 -inf），长度至少为 1。"""
+    if isinstance(log_prob, bool) or not isinstance(log_prob, (int, float)) or not log_prob <= 0:
+        raise ValueError(f"log_prob 应为不大于 0 的实数（对数概率之和，不是概率），收到 {log_prob!r}")
+    check_int("length", length, minimum=1)
+    check_length_penalty(length_penalty)
+
+
+def check_store_args(cache: KVCache, layer: int, k_new: Tensor, v_new: Tensor) -> None:
+    """k_new、v_new: (B, n_heads, T_new, d_head)，B、n_heads、d_head 与缓存相同；缓存还放得下 T_new 个位置。
+
+    只比较形状、dtype 和设备，不读张量里的数：生成时每层每步都要调用一次。"""
+    check_int("layer", layer)
+    if layer >= len(cache.k):
+        raise ValueError(f"layer = {layer} 超出了缓存的层数 {len(cache.k)}（层从 0 数起）")
+    B, H, _, d_head = cache.k[layer].shape
+    expected = f"(B, n_heads, T_new, d_head)，其中 B = {B}、n_heads = {H}、d_head = {d_head} 与缓存相同"
+    for name, t in (("k_new", k_new), ("v_new", v_new)):
+        check_tensor(name, t)
+        if t.dim() != 4 or (t.size(0), t.size(1), t.size(3)) != (B, H, d_head):
+            raise shape_error(name, expected, t.shape)
+        if t.dtype != cache.k[layer].dtype or t.device != cache.k[layer].device:
+            raise ValueError(f"{name} 的 dtype 和设备应与缓存相同（{cache.k[layer].dtype}，{cache.k[layer].device}），"
+                             f"收到 {t.dtype}，{t.device}")
+    if v_new.size(2) != k_new.size(2):
+        raise shape_error("v_new", f"与 k_new 相同的 {fmt(k_new.shape)}", v_new.shape)
+    check_room(cache, k_new.size(2))
+
+
+def check_reorder_args(cache: KVCache, rows: Tensor) -> None:
+    """rows: (n,) 的整数张量，每个行号在 0 到缓存的批大小 - 1 之间。"""
+    check_cache(cache)
+    check_tensor("rows", rows)
+    if rows.dim() != 1 or rows.numel() == 0:
+        raise shape_error("rows", "(n,)，n 至少为 1：新的第 i 行取原来的第 rows[i] 行", rows.shape)
+    if rows.dtype == torch.bool or rows.is_floating_point() or rows.is_complex():
+        raise ValueError(f"rows 应为整数张量（行号），收到 dtype={rows.dtype}；可以先用 rows.long() 转换")
+    B = cache.k[0].size(0)
+    if rows.min() < 0 or rows.max() >= B:
+        raise ValueError(f"rows 里的行号应在 0 到 {B - 1} 之间（缓存有 {B} 行），"
+                         f"收到最小 {int(rows.min())}、最大 {int(rows.max())}")
+
+
+def check_log_prob_args(model: TinyTransformer, prompt: Tensor, tokens: list[int]) -> None:
+    """prompt: (1, T_prompt)；tokens: 非空的词元编号列表，每个都在 0 到 vocab_size - 1 之间；
+    完整前向要处理 T_prompt + len(tokens) - 1 个位置，不超过 max_len。"""
+    check_model(model)
+    check_tokens("prompt", prompt, model.cfg)
+    if prompt.size(0) != 1:
+        raise shape_error("prompt", "(1, T_prompt)：一次只算一条序列", prompt.shape)
+    if not isinstance(tokens, (list, tuple)) or not tokens:
+        raise ValueError(f"tokens 应是词元编号的列表，至少一个词元，例如 [5, 9, 2]（张量请先 .tolist()），"
+                         f"收到 {tokens!r}")
+    V = model.cfg.vocab_size
+    for token in tokens:
+        if isinstance(token, bool) or not isinstance(token, int):
+            raise ValueError(f"tokens 里的词编号应为整数，收到 {token!r}")
+        if not 0 <= token < V:
+            raise ValueError(f"tokens 里的词编号应在 0 到 vocab_size - 1 = {V - 1} 之间，收到 {token}")
+    n = prompt.size(1) + len(tokens) - 1
+    if n > model.cfg.max_len:
+        raise ValueError(f"提示长 {prompt.size(1)}，加上 {len(tokens)} 个词元，完整前向要处理 {n} 个位置，"
+                         f"超过了 max_len = {model.cfg.max_len}")
 
 
 if __name__ == "__main__":

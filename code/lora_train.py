@@ -3,7 +3,7 @@
 基座模型就是《从零训练一个小 GPT》训练好的那个（gpt_from_scratch.pretrained_gpt，字符级，4 层、d_model = 64）。
 数据和成功率在 code/acrostic.py：训练集的诗做样本，验证集的诗只用来评估。
 四种微调用同一批样本、同样的顺序（同一个种子）、同样的步数和学习率计划；只有峰值学习率分两种：
-全参数一种，LoRA 一种（LoRA 的参数从 0 起步，通常要大一些的学习率）。
+全参数一种，LoRA 一种（LoRA 的增量 BA 从 0 起步，通常要大一些的学习率）。
 比较的结果是一个构建产物（BUILD_ARTIFACTS）：构建网站时训练一次，图、实验和测试读缓存。
 参数或形状不对时抛出 ValueError，检查的代码在文件末尾。
 """
@@ -176,6 +176,7 @@ PLAYGROUND_METHOD = "lora-4"
 
 def save_finetuning(path: str | Path, result: dict[str, Any]) -> None:
     """存下每种方法学到的参数（LoRA 只存 A、B）、训练记录和评估结果（不存用时：同样的输入得到同样的文件）。"""
+    check_result(result)
     runs = {}
     for name, run in result["runs"].items():
         record = dict(run)
@@ -209,8 +210,7 @@ def finetuning(verbose: bool = True) -> dict[str, Any]:
 
 def finetuned_model(result: dict[str, Any], name: str) -> tuple[TinyTransformer, CharTokenizer]:
     """按结果重建一个模型：基座模型（pretrained_gpt）装上这种方法学到的参数。name 取 base、full、lora-1……"""
-    if name not in result["runs"]:
-        raise ValueError(f"name 应是 {'、'.join(result['runs'])} 之一，收到 {name!r}")
+    check_finetuned_args(result, name)  # 在读取（或训练）基座模型之前
     base, tok = base_model()
     if tok.chars != result["chars"]:
         raise ValueError("基座模型的词表和微调时的不同：微调结果是用另一个基座模型得到的")
@@ -255,6 +255,7 @@ def save_acrostic_gpt(path: str | Path, model: TinyTransformer, tok: CharTokeniz
 
 def summary(result: dict[str, Any]) -> dict[str, dict[str, float]]:
     """每种方法一行：可训练参数、验证集 SFT 损失、成功率、句首命中率。"""
+    check_result(result)
     return {name: {key: run[key] for key in ("trainable", "held_out", "success", "line_hits", "well_formed")}
             for name, run in result["runs"].items()}
 
@@ -293,6 +294,40 @@ def check_held_out_args(model: object, data: object, n: int | None) -> None:
     check_sft_data("data", data)
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ValueError(f"n 应为 None（全部样本）或正整数（前 n 条），收到 {n!r}")
+
+
+RESULT_KEYS = ("runs", "settings", "chars", "heads", "n_train", "total_params")  # compare_finetuning 返回的各项
+RUN_KEYS = ("rank", "trainable", "held_out", "success", "line_hits", "well_formed")  # 每种方法都有；微调过的还有 state
+
+
+def check_result(result: object) -> None:
+    """result 是 compare_finetuning() 或 load_finetuning(path) 返回的字典：各项齐全，runs 里每种方法一条结果。"""
+    source = "compare_finetuning() 或 load_finetuning(path) 的返回值"
+    if not isinstance(result, dict):
+        hint = "；存下的文件请先用 load_finetuning(path) 读回" if isinstance(result, (str, Path)) else ""
+        raise ValueError(f"result 应是 {source}（一个字典），收到 {type(result).__name__}{hint}")
+    missing = [key for key in RESULT_KEYS if key not in result]
+    if missing:
+        raise ValueError(f"result 应是 {source}，要有 {'、'.join(map(repr, RESULT_KEYS))}，缺少 {missing}")
+    if not isinstance(result["settings"], SFTSettings):
+        raise ValueError(f"result['settings'] 应为 SFTSettings，收到 {type(result['settings']).__name__}")
+    runs = result["runs"]
+    if not isinstance(runs, dict) or not runs:
+        got = "空的字典" if isinstance(runs, dict) else type(runs).__name__
+        raise ValueError("result['runs'] 应是「方法名 → 结果」的非空字典，例如 {'base': {...}, 'lora-4': {...}}，"
+                         f"收到 {got}")
+    for name, run in runs.items():
+        if not isinstance(run, dict):
+            raise ValueError(f"result['runs'][{name!r}] 应是一种方法的结果（字典），收到 {type(run).__name__}")
+        missing = [key for key in (RUN_KEYS if name == "base" else (*RUN_KEYS, "state")) if key not in run]
+        if missing:
+            raise ValueError(f"result['runs'][{name!r}] 缺少 {missing}：应是 compare_finetuning 记下的一种方法的结果")
+
+
+def check_finetuned_args(result: object, name: str) -> None:
+    check_result(result)
+    if name not in result["runs"]:
+        raise ValueError(f"name 应是 {'、'.join(result['runs'])} 之一，收到 {name!r}")
 
 
 if __name__ == "__main__":

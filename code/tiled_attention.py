@@ -46,14 +46,14 @@ def tiled_attention(q: Tensor, k: Tensor, v: Tensor, tile_size: int, causal: boo
     T_q, T_k = q.size(-2), k.size(-2)
     br = T_q if query_block is None else query_block
     scale = 1.0 / math.sqrt(q.size(-1))
-    out = torch.empty(*q.shape[:-1], v.size(-1), dtype=q.dtype)
+    out = torch.empty(*q.shape[:-1], v.size(-1), dtype=q.dtype, device=q.device)  # 和 q 在同一设备上
     for q0 in range(0, T_q, br):
         q1 = min(q0 + br, T_q)
         qb = q[..., q0:q1, :]
-        m = torch.full(qb.shape[:-1], -math.inf, dtype=q.dtype)  # 运行最大值，(..., 块长)
-        l = torch.zeros(qb.shape[:-1], dtype=q.dtype)  # noqa: E741  运行的指数和
-        acc = torch.zeros(*qb.shape[:-1], v.size(-1), dtype=q.dtype)  # 运行的加权和，(..., 块长, d_v)
-        rows = torch.arange(q0, q1)[:, None]  # 这块查询的位置
+        m = torch.full(qb.shape[:-1], -math.inf, dtype=q.dtype, device=q.device)  # 运行最大值，(..., 块长)
+        l = torch.zeros(qb.shape[:-1], dtype=q.dtype, device=q.device)  # noqa: E741  运行的指数和
+        acc = torch.zeros(*qb.shape[:-1], v.size(-1), dtype=q.dtype, device=q.device)  # 运行的加权和，(..., 块长, d_v)
+        rows = torch.arange(q0, q1, device=q.device)[:, None]  # 这块查询的位置
         for k0 in range(0, T_k, tile_size):
             k1 = min(k0 + tile_size, T_k)
             if causal and k0 > q1 - 1:  # 这块键全在这块查询的未来：一个分数都用不上，不用读
@@ -62,7 +62,7 @@ def tiled_attention(q: Tensor, k: Tensor, v: Tensor, tile_size: int, causal: boo
                 continue
             s = (qb @ k[..., k0:k1, :].transpose(-2, -1)) * scale  # 这一块的分数，(..., 块长, 键块长)
             if causal:
-                s = s.masked_fill(torch.arange(k0, k1)[None, :] > rows, -math.inf)
+                s = s.masked_fill(torch.arange(k0, k1, device=q.device)[None, :] > rows, -math.inf)
             m_new = torch.maximum(m, s.amax(dim=-1))  # 见过的最大分数
             # 旧的和按新的最大值换算：exp(s - m_旧) · exp(m_旧 - m_新) = exp(s - m_新)
             alpha = torch.exp(m - m_new)  # 第一块时 m = -inf，alpha = 0
@@ -133,6 +133,9 @@ def check_tiled_args(q: Tensor, k: Tensor, v: Tensor, tile_size: int, causal: bo
             raise shape_error(name, "(..., T, d)，至少两维", t.shape, "只有一个向量时先加上长度维：x[None]")
     check_same_dtype("k", k, "q", q.dtype)
     check_same_dtype("v", v, "q", q.dtype)
+    if not q.device == k.device == v.device:
+        raise ValueError(f"q、k、v 应在同一个设备上（中间结果都建在 q 的设备上），"
+                         f"收到 {q.device}、{k.device}、{v.device}")
     if k.size(-1) != q.size(-1):
         raise shape_error("k", f"(..., T_k, d)，d 与 q 的最后一维 {q.size(-1)} 相同", k.shape)
     if k.shape[:-1] != v.shape[:-1]:

@@ -66,7 +66,7 @@ class TransformerBlock(nn.Module):
 def block_param_count(d_model: int, d_ff: int | None = None, *, layout: str = "pre", norm: str = "layer",
                       ffn: str = "gelu", bias: bool = True) -> dict[str, int]:
     """按公式数一个块的参数，分成注意力、前馈网络、归一化三部分。"""
-    check_count_args(d_model, layout=layout, norm=norm, ffn=ffn)
+    check_count_args(d_model, d_ff, layout=layout, norm=norm, ffn=ffn)
     if d_ff is None:
         d_ff = 4 * d_model if ffn == "gelu" else swiglu_hidden_dim(d_model)
     d = d_model
@@ -95,7 +95,7 @@ def block_flops(d_model: int, seq_len: int, d_ff: int | None = None, *, ffn: str
     只数矩阵乘法：归一化、softmax、激活函数和偏置都是每个元素几次运算，比矩阵乘法少一两个数量级。
     注意力的打分按完整的 T×T 计算（这里的代码先算完再加掩码）。
     """
-    check_count_args(d_model, ffn=ffn)
+    check_count_args(d_model, d_ff, ffn=ffn)
     check_int("seq_len", seq_len, minimum=1)
     if d_ff is None:
         d_ff = 4 * d_model if ffn == "gelu" else swiglu_hidden_dim(d_model)
@@ -121,9 +121,13 @@ def check_block_args(d_model: int, n_heads: int, layout: str) -> None:
         raise ValueError(f"layout 只能是 {'、'.join(repr(s) for s in LAYOUTS)} 之一，收到 {layout!r}")
 
 
-def check_count_args(d_model: int, layout: str = "pre", norm: str = "layer", ffn: str = "gelu") -> None:
-    """block_param_count、block_flops 的参数：名字写错时报错，而不是悄悄按另一种配置去数。"""
+def check_count_args(d_model: int, d_ff: int | None = None, layout: str = "pre", norm: str = "layer",
+                     ffn: str = "gelu") -> None:
+    """block_param_count、block_flops 的参数：名字写错时报错，而不是悄悄按另一种配置去数。
+    d_ff 为 None（按 ffn 取默认的隐藏维度）或正整数：0 或负数会数出 0 个、负数个参数。"""
     check_int("d_model", d_model, minimum=1)
+    if d_ff is not None and (isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff < 1):
+        raise ValueError(f"d_ff 应为 None（按 ffn 取默认的隐藏维度）或正整数（前馈网络的隐藏维度），收到 {d_ff!r}")
     for name, value, allowed in (("layout", layout, LAYOUTS), ("norm", norm, ("layer", "rms")),
                                  ("ffn", ffn, ("gelu", "swiglu"))):
         if value not in allowed:

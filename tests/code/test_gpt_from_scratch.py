@@ -298,6 +298,23 @@ def test_errors_name_the_argument(call, name: str) -> None:
         call()
 
 
+@pytest.mark.parametrize(("poems", "fragment"), [
+    ("白日依山盡，黃河入海流。欲窮千里目，更上一層樓。", r"poems 应是诗的列表.*收到 str"),  # 以前悄悄按字切开
+    (("白日依山盡",), r"poems 应是诗的列表.*收到 tuple"),
+    ([], "一首诗都没有"),
+    (["白日依山盡", 5], r"poems\[1\] 应是一首诗的字符串，收到 int"),
+    (["白日依山盡", ""], r"poems\[1\] 是空字符串"),
+    (["白日依山盡\n黃河入海流"], r"poems\[0\] 含有换行"),
+])
+def test_split_poems_checks_poems(poems, fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        split_poems(poems)
+
+
+def test_split_poems_small_list() -> None:
+    assert split_poems(["甲", "乙", "丙"], every=2) == ("甲\n丙\n", "乙\n")
+
+
 def test_training_arguments_are_checked() -> None:
     tok = CharTokenizer.train(TINY_TEXT, min_count=1)
     model = small_gpt(vocab_size=tok.vocab_size)

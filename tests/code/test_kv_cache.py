@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 import torch
@@ -30,7 +31,9 @@ from kv_cache import (
     generate,
     generation_macs,
     kv_cache_bytes,
+    length_normalized,
     recompute_step_macs,
+    reorder_cache,
     roofline_seconds,
     sequence_log_prob,
     weight_bytes,
@@ -330,6 +333,107 @@ def test_counting_functions_reject() -> None:
         kv_cache_bytes(1, 0, 1, 1)
     with pytest.raises(ValueError, match="bytes_per_value"):
         kv_cache_bytes(1, 1, 1, 1, bytes_per_value=0.5)  # type: ignore[arg-type]
+
+
+def test_generate_needs_at_least_one_new_token() -> None:
+    """以前 max_new_tokens = 0 通过了检查，最后 torch.stack 一个空列表，抛出难懂的 RuntimeError。"""
+    cfg = TinyConfig()
+    model = make_model(cfg)
+    with pytest.raises(ValueError, match="max_new_tokens 应为不小于 1"):
+        generate(model, prompt_for(cfg), 0)
+    assert generate(model, prompt_for(cfg), 1).tokens.shape == (2, 6)
+
+
+@pytest.mark.parametrize(("tokens", "fragment"), [
+    ([5, 999], "tokens 里的词编号应在 0 到 vocab_size - 1 = 47 之间，收到 999"),
+    ([5, -1], "tokens 里的词编号应在 0 到 vocab_size - 1 = 47 之间，收到 -1"),
+    ([48], "收到 48"),
+    ([5, 1.5], "tokens 里的词编号应为整数"),
+    ("5", "tokens 应是词元编号的列表"),
+    ([1] * 61, "max_len = 64"),  # 4 + 61 - 1 = 64 个位置放得下；再多一个就放不下
+])
+def test_sequence_log_prob_checks_every_token(tokens, fragment: str) -> None:
+    """以前只检查 full[:, :-1]：最后一个词元超出词表时抛出 IndexError 或 RuntimeError。"""
+    cfg = TinyConfig()
+    model = make_model(cfg)
+    prompt = prompt_for(cfg, batch=1, length=4)
+    if fragment == "max_len = 64":
+        sequence_log_prob(model, prompt, tokens)  # 恰好用满
+        tokens = [*tokens, 1]
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        sequence_log_prob(model, prompt, tokens)
+
+
+def test_store_rejects() -> None:
+    """以前 store 不做检查：形状不符时悄悄广播，超过 max_len 时抛出「expanded size」的 RuntimeError。"""
+    cache = KVCache(2, 2, 4, 3, 8)
+    kv = torch.zeros(2, 4, 5, 3)
+    with pytest.raises(ValueError, match=r"k_new 的形状应为 \(B, n_heads, T_new, d_head\)"):
+        cache.store(0, torch.zeros(1, 2, 1, 1), torch.zeros(1, 2, 1, 1))  # 以前悄悄广播
+    with pytest.raises(ValueError, match=r"k_new 的形状应为"):
+        cache.store(0, torch.zeros(2, 4, 5), torch.zeros(2, 4, 5))
+    with pytest.raises(ValueError, match=r"v_new 的形状应为"):
+        cache.store(0, kv, torch.zeros(2, 4, 5, 1))
+    with pytest.raises(ValueError, match="缓存的层数 2"):
+        cache.store(2, kv, kv)
+    with pytest.raises(ValueError, match="layer 应为不小于 0"):
+        cache.store(-1, kv, kv)
+    with pytest.raises(ValueError, match=r"k_new 应为 torch\.Tensor"):
+        cache.store(0, [0.0], kv)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="dtype"):
+        cache.store(0, kv.double(), kv.double())
+    k_all, _ = cache.store(0, kv, kv)  # 合法的写入照常返回这一层的前 5 个位置
+    assert k_all.shape == (2, 4, 5, 3) and cache.length == 0  # store 不改 length
+    cache.length = 5
+    with pytest.raises(ValueError, match="max_len = 8"):
+        cache.store(0, kv, kv)  # 5 + 5 > 8，以前抛出 RuntimeError
+    cache.store(0, kv[:, :, :3], kv[:, :, :3])  # 5 + 3 = 8 恰好放得下
+
+
+def test_reorder_cache_rejects() -> None:
+    """以前 rows 越界时抛出 IndexError，是浮点数时抛出 RuntimeError。"""
+    cache = KVCache(2, 3, 1, 2, 4)
+    for layer in range(2):
+        cache.k[layer][:, 0, 0, 0] = torch.tensor([10.0, 11.0, 12.0])
+    with pytest.raises(ValueError, match=r"rows 里的行号应在 0 到 2 之间（缓存有 3 行），收到最小 0、最大 5"):
+        reorder_cache(cache, torch.tensor([0, 5]))
+    with pytest.raises(ValueError, match="收到最小 -1"):
+        reorder_cache(cache, torch.tensor([-1, 0]))
+    with pytest.raises(ValueError, match="rows 应为整数张量"):
+        reorder_cache(cache, torch.tensor([0.0, 1.0]))
+    with pytest.raises(ValueError, match="rows 应为整数张量"):
+        reorder_cache(cache, torch.tensor([True, False]))
+    with pytest.raises(ValueError, match=r"rows 的形状应为 \(n,\)"):
+        reorder_cache(cache, torch.tensor([[0, 1]]))
+    with pytest.raises(ValueError, match=r"rows 的形状应为 \(n,\)"):
+        reorder_cache(cache, torch.tensor([], dtype=torch.long))
+    with pytest.raises(ValueError, match=r"rows 应为 torch\.Tensor"):
+        reorder_cache(cache, [0, 1])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="cache 应为 KVCache"):
+        reorder_cache(None, torch.tensor([0]))  # type: ignore[arg-type]
+    reorder_cache(cache, torch.tensor([2, 2, 0]))  # 合法的重排：行数可以变（束搜索里候选数会变）
+    assert cache.k[1][:, 0, 0, 0].tolist() == [12.0, 12.0, 10.0]
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    ((-3.0, 0, 1.0), "length 应为不小于 1"),  # 以前 ZeroDivisionError
+    ((-3.0, 2.0, 1.0), "length 应为整数"),
+    ((-3.0, 2, float("nan")), "length_penalty 应为有限的实数"),
+    ((-3.0, 2, "1"), "length_penalty 应为有限的实数"),
+    ((float("nan"), 2, 1.0), "log_prob 应为不大于 0 的实数"),
+    ((0.5, 2, 1.0), "log_prob 应为不大于 0 的实数"),
+    (("-3", 2, 1.0), "log_prob 应为不大于 0 的实数"),
+])
+def test_length_normalized_rejects(args, fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        length_normalized(*args)
+
+
+def test_length_normalized_values() -> None:
+    assert length_normalized(-3.0, 2, 1.0) == -1.5
+    assert length_normalized(-3.0, 4, 0.0) == -3.0
+    assert length_normalized(-8, 4, 0.5) == -4.0
+    assert length_normalized(0.0, 1, 2.0) == 0.0
 
 
 # ---------------------------------------------------------------- beam search

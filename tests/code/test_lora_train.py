@@ -39,6 +39,7 @@ from lora_train import (
     SFTSettings,
     evaluate_acrostics,
     finetune,
+    finetuned_model,
     held_out_sft_loss,
     load_finetuning,
     poem_lists,
@@ -268,6 +269,44 @@ def test_checks_added_for_learners(call, fragment) -> None:
     """以前这些输入抛出 RuntimeError、IndexError、AttributeError，或者不报错、悄悄算出错的结果。"""
     with pytest.raises(ValueError, match=fragment):
         call()
+
+
+def result_like(**changes):
+    """不训练、手写的一份 compare_finetuning 结果：只有基座模型一行（summary、save_finetuning 够用了）。"""
+    run = {"rank": None, "trainable": 0, "held_out": 5.0, "success": 0.0, "line_hits": 0.25, "well_formed": 0.5}
+    return {"runs": {"base": run}, "settings": TINY, "chars": tok().chars, "heads": ["四一送迎"], "n_train": 64,
+            "total_params": 1} | changes
+
+
+def bad_run_keys():
+    good = result_like()
+    return result_like(runs={**good["runs"], "full": {"rank": None, "trainable": 1}})
+
+
+@pytest.mark.parametrize(("call", "fragment"), [
+    (lambda: summary(None), "result 应是 compare_finetuning.*NoneType"),
+    (lambda: summary({"runs": result_like()["runs"]}), r"缺少 \['settings', 'chars', 'heads'"),
+    (lambda: summary(result_like(runs={})), r"result\['runs'\] 应是.*非空字典.*收到 空的字典"),
+    (lambda: summary(result_like(runs={"base": "x"})), r"result\['runs'\]\['base'\] 应是一种方法的结果.*str"),
+    (lambda: summary(bad_run_keys()), r"result\['runs'\]\['full'\] 缺少 \['held_out', 'success'.*'state'\]"),
+    (lambda: finetuned_model({}, "full"), r"缺少 \['runs'"),
+    (lambda: finetuned_model("ft.pt", "full"), r"收到 str.*load_finetuning\(path\)"),
+    (lambda: save_finetuning("/nonexistent/ft.pt", result_like(settings={"steps": 4})),
+     r"result\['settings'\] 应为 SFTSettings，收到 dict"),
+    (lambda: save_finetuning("/nonexistent/ft.pt", {"runs": {}, "settings": TINY}), r"缺少 \['chars'"),
+])
+def test_result_is_checked(call, fragment) -> None:
+    """以前 result 不对时抛出 KeyError、TypeError，或者（runs 是空的）不报错。
+    finetuned_model 先检查、再读基座模型：这些输入不会去训练。"""
+    with pytest.raises(ValueError, match=fragment):
+        call()
+
+
+def test_hand_written_result_still_works(tmp_path) -> None:
+    assert summary(result_like())["base"] == {"trainable": 0, "held_out": 5.0, "success": 0.0, "line_hits": 0.25,
+                                               "well_formed": 0.5}
+    save_finetuning(tmp_path / "ft.pt", result_like())
+    assert load_finetuning(tmp_path / "ft.pt")["runs"]["base"]["held_out"] == 5.0
 
 
 def test_trim_batch_and_held_out_loss_still_work() -> None:

@@ -291,6 +291,15 @@ def test_bad_input_raises_a_readable_error(call, words) -> None:
     assert words in str(info.value)
 
 
+@pytest.mark.parametrize("fmt", ["int4", None, 4, ("int4", 4, 32)])
+def test_fmt_must_be_a_weight_format(fmt) -> None:
+    """以前传字符串 "int4" 得到 AttributeError（'str' object has no attribute 'bits'）。"""
+    for call in (lambda: matrix_bytes([(8, 64)], fmt), lambda: decode_cost([(8, 64)], fmt)):
+        with pytest.raises(ValueError, match=r"fmt 应为 WeightFormat.*fp32、fp16、int8、int4"):
+            call()
+    assert decode_cost([(8, 64)], FORMATS[3])["bytes"] == matrix_bytes([(8, 64)], FORMATS[3]) == 8 * 64 // 2 + 8 * 2 * 4
+
+
 def test_scale_count_agrees_with_matrix_bytes() -> None:
     """每 32 个一组：d_in = 96 时两边数出同样多的缩放因子；d_in = 100 切不成整数个组，两边都报错。"""
     int4 = WeightFormat("int4", 4, group_size=32)

@@ -59,11 +59,24 @@ def test_cross_attention_with_different_lengths_and_value_size() -> None:
 
 
 def test_large_scores_do_not_overflow() -> None:
-    """分数上千时 exp 会溢出；减去运行最大值之后不会。"""
-    q, k, v = qkv(40, torch.float32, seed=7)
-    out = tiled_attention(q * 30, k * 30, v, 8, causal=True)
+    """分数上千时 exp 会溢出（float64 里 exp 过了 709 就是 inf）；减去运行最大值之后不会。
+
+    float64 里和 PyTorch 的结果只差舍入。float32 里分数上千，每个分数本身只准到约 1e-4，两种实现各有各的舍入
+    （哪一位不同还随 CPU 的指令集变），所以和 float64 的精确结果比：分块的误差不超过 PyTorch 自己 float32 误差的 2 倍。
+    """
+    q, k, v = qkv(40, torch.float64, seed=7)
+    q, k = q * 30, k * 30
+    assert ((q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])).abs().max() > 709  # 不减最大值，exp 就溢出
+    exact = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    out = tiled_attention(q, k, v, 8, causal=True)
     assert torch.isfinite(out).all()
-    assert (out - F.scaled_dot_product_attention(q * 30, k * 30, v, is_causal=True)).abs().max() < 1e-5
+    assert (out - exact).abs().max() < 1e-12
+    q32, k32, v32 = q.float(), k.float(), v.float()
+    out32 = tiled_attention(q32, k32, v32, 8, causal=True)
+    assert torch.isfinite(out32).all()
+    ours = (out32.double() - exact).abs().max().item()
+    theirs = (F.scaled_dot_product_attention(q32, k32, v32, is_causal=True).double() - exact).abs().max().item()
+    assert ours <= 2 * theirs + 1e-6, (ours, theirs)
 
 
 def test_trace_ends_with_the_row_max_and_sum() -> None:
@@ -126,6 +139,25 @@ def test_online_softmax_steps_by_hand() -> None:
     assert [st["alpha"] for st in steps] == pytest.approx([0.0, math.exp(-1), 1.0])
     assert torch.allclose(steps[-1]["weights"], torch.softmax(s, -1), atol=1e-15, rtol=0)
     assert steps[0]["weights"][2:].eq(0).all()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_works_on_the_device_of_q(causal: bool) -> None:
+    """out、m、l、acc 和位置都建在 q 所在的设备上（以前建在 CPU 上，CUDA 的输入会出错）。
+    这里用 meta 设备代替 GPU：只有形状、没有数，不是 CPU，在没有 GPU 的机器上也能试。"""
+    q, k, v = (torch.empty(2, 3, 10, 8, device="meta", dtype=torch.float16) for _ in range(3))
+    trace = TileTrace()
+    out = tiled_attention(q, k, v[..., :5], 4, causal=causal, query_block=3, trace=trace)
+    assert out.device.type == "meta" and out.dtype == torch.float16 and out.shape == (2, 3, 10, 5)
+    assert all(m.device.type == "meta" for m in trace.m + trace.l)
+
+
+def test_q_k_v_must_share_a_device() -> None:
+    q, k, v = qkv(4, torch.float32)
+    with pytest.raises(ValueError, match="同一个设备"):
+        tiled_attention(q, k.to("meta"), v, 2)
+    with pytest.raises(ValueError, match="同一个设备"):
+        tiled_attention(q.to("meta"), k.to("meta"), v, 2)
 
 
 @pytest.mark.parametrize(("call", "words"), [

@@ -266,6 +266,22 @@ def test_bad_arguments_raise():
         block_flops(16, 4, ffn="geglu")
 
 
+@pytest.mark.parametrize("d_ff", [-10, 0, 2.5, True, "256"])
+def test_bad_d_ff_raises(d_ff):
+    """以前 d_ff = -10 悄悄数出负的参数量，d_ff = 0 数出前馈网络 0 次运算。"""
+    with pytest.raises(ValueError, match="d_ff 应为"):
+        block_param_count(64, d_ff=d_ff)
+    with pytest.raises(ValueError, match="d_ff 应为"):
+        block_flops(64, 8, d_ff=d_ff)
+    with pytest.raises(ValueError, match="d_ff 应为"):
+        block_param_count(64, d_ff, ffn="swiglu")
+
+
+def test_explicit_d_ff_still_counts():
+    assert block_param_count(64, d_ff=256) == block_param_count(64)
+    assert block_flops(64, 8, d_ff=1)["ffn"] == 2 * 8 * 64 * 1 * 2
+
+
 def test_runs_on_its_own():
     proc = subprocess.run([sys.executable, "code/transformer_block.py"], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
