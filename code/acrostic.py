@@ -5,8 +5,8 @@
     藏头：春夏秋冬\n春……，夏……。秋……，冬……。\n
 
 前半是提示（prompt），后半是回答（answer）。训练时只在回答的词元上算损失，提示的位置不算（labels 记为 IGNORE）。
-训练集、验证集沿用 code/gpt_from_scratch.py 的 split_poems（每 10 首留 1 首）：验证集的诗只用来评估，
-它们的藏头模型在训练时从没见过。
+训练集、验证集沿用 code/gpt_from_scratch.py 的 split_poems（每 10 首留 1 首）：验证集的诗只用来评估。
+语料里有同一首诗的异文，所以验证集的藏头不全是新的：342 组里有 23 组和训练集里某首诗的藏头相同。
 成功率：模型按提示写出的诗（贪心解码），四句的句首是否恰好是要求的四个字。
 参数不对时抛出 ValueError，检查的代码在文件末尾。
 """
@@ -328,6 +328,8 @@ if __name__ == "__main__":
     data = build_sft_data([poem], tok)
     P = data.prompt_lengths[0]
     print(f"提示 {acrostic_prompt(line_heads(poem))!r} 编成 {P} 个词元（「头」和「：」不在词表里，各拆成 3 个字节）")
+    answer = poem + "\n"
     print(f"inputs 形状 {tuple(data.inputs.shape)}，有标签的位置 {(data.labels != IGNORE).sum().item()} 个"
-          f"（回答：24 个字符加结尾的换行）")
+          f"（回答：{len(answer)} 个字符连同结尾的换行，编成 {len(tok.encode(answer))} 个词元；"
+          "不在词表里的字各拆成 3 个字节）")
     print("第一首自己写回自己，四句句首都对：", acrostic_ok(line_heads(poem), poem))

@@ -89,7 +89,9 @@ def last_layer_gradient(layout: str, n_layers: int, d_model: int = 64, n_heads: 
 def scale_residual_branches(blocks: nn.ModuleList, factor: float) -> None:
     """把每个块里往残差流上写的两个矩阵（注意力的输出投影、前馈网络的降维矩阵）连同偏置乘以 factor。
 
-    GPT-2 取 factor = 1/√(2L)：L 个块一共 2L 条残差分支，每条一开始只往传送带上加一点点。
+    GPT-2 的论文（Radford 等，2019，第 2.3 节）在初始化时把残差层的权重乘以 1/√N，N 是残差层的个数；
+    L 个块一共 2L 条残差分支，所以 factor = 1/√(2L)，每条一开始只往传送带上加一点点。
+    GPT-2 缩小的是按 N(0, 0.02) 初始化的权重；这里缩小的是 PyTorch 默认初始化的权重，偏置也一起缩小。
     """
     check_residual_blocks(blocks)
     check_positive("factor", factor)

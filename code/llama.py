@@ -126,7 +126,8 @@ class GroupedQueryAttention(nn.Module):
         if cache is not None:
             k, v = cache.update(layer, k, v)  # (B, H_kv, 已缓存 + T, d)
         # 把查询头按键值头分组：(B, H, T, d) -> (B, H_kv, group, T, d)。
-        # k、v 补一个长度为 1 的维 (B, H_kv, 1, T_k, d)，广播给组里的每个查询头：不复制，也不多占内存
+        # k、v 补一个长度为 1 的维 (B, H_kv, 1, T_k, d)，广播给组里的每个查询头。缓存里只存 H_kv 份；
+        # 矩阵乘法时 PyTorch 会临时展开成每个查询头一份，所以省下的是缓存，不是这一步的临时内存
         q = q.reshape(B, H_kv, self.group, T, d)
         y, _ = scaled_dot_product_attention(q, k[:, :, None], v[:, :, None], mask=mask)  # (B, H_kv, group, T, d)
         y = y.reshape(B, H, T, d).transpose(1, 2).reshape(B, T, H * d)  # 合头

@@ -2,7 +2,7 @@
 
 两边用同样的语料划分、同样的取批次方法、同样的损失、学习率计划和优化器（全部取自 gpt_from_scratch），
 参数量对齐到只差 1 个，每个模型各训练 3 个种子。预算比第一阶段小得多：75 步、每步 8 段（第一阶段是 300 步、
-每步 16 段），6 次训练加起来的词元数只有第一阶段一次训练的四分之三，构建网站时只多花半分钟左右。结论只对这个预算成立。
+每步 16 段），6 次训练加起来的词元数只有第一阶段一次训练的四分之三。结论只对这个预算成立。
 
 两个模型都用 gpt_from_scratch.train_gpt 训练（sample_at=()：训练中途不写样本，写样本的 generate 只认 TinyTransformer）。
 比较的结果是一个构建产物（BUILD_ARTIFACTS）：构建网站时训练一次，图和测试读缓存。
@@ -56,7 +56,7 @@ def held_out_loss(model: nn.Module, tok: CharTokenizer, held_out_text: str, cont
     """最后的成绩：从验证集第 1、4、7……首诗末尾的换行起各截一段 context 个词元，全部段的平均交叉熵。
 
     验证集的开头没有换行，所以各段从第 2、5、8……首诗读起，第 0 个词元是它前面的换行（和训练时的段一样）。
-    三首诗是 75 个词元，比一段长，所以段与段不重叠，验证集的大部分词元都量到了。
+    三首诗至少 75 个词元（每首连同换行至少 25 个），比一段长，所以段与段不重叠，验证集的大部分词元都量到了。
     训练中途只量 48 段（曲线用）；比较两个模型时用这些段，噪声小一些。
     """
     check_model_and_text(model, tok, "held_out_text", held_out_text)
@@ -136,7 +136,7 @@ def load_comparison(path: str | Path) -> dict[str, Any]:
 
 
 def comparison(verbose: bool = True) -> dict[str, Any]:
-    """compare_on_poems() 的结果：构建网站时缓存了的就直接读取，没有就现场训练（单线程约四五十秒）。"""
+    """compare_on_poems() 的结果：构建网站时缓存了的就直接读取，没有就现场训练 6 次。"""
     path = os.environ.get(COMPARISON_ENV)
     if path and Path(path).is_file():
         return load_comparison(path)

@@ -183,7 +183,8 @@ def loss_vs_bits(model: TinyTransformer, tok: CharTokenizer, bits: tuple[int, ..
                  schemes: tuple[str, ...] = SCHEMES) -> dict:
     """每种分组、每个位宽量化一次，在验证集的 48 段上算平均交叉熵（nat / 词元）。
 
-    返回 {"float32": 不量化的损失, "loss": {分组: [每个位宽的损失]}, "bytes": {分组: [每个位宽的模型字节数]}}。
+    返回 {"bits": 位宽列表, "float32": 不量化的损失, "float32_bytes": 不量化时的模型字节数,
+    "loss": {分组: [每个位宽的损失]}, "bytes": {分组: [每个位宽的模型字节数]}}。
     """
     check_model(model)
     x, y = validation_windows(tok)

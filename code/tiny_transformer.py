@@ -247,7 +247,8 @@ def head_scores(weights: Tensor, tokens: Tensor) -> dict[str, Tensor]:
     has = prev >= 0  # 这些位置的词在前面出现过
     b, i = has.nonzero(as_tuple=True)
     j = prev[b, i]
-    # w: (n_heads, 有重复的位置数)
+    # weights[b, :, i, j + 1] 的形状是 (有重复的位置数, n_heads)：被切片隔开的整数索引维排到最前，
+    # 所以 mean(dim=0) 是对这些位置求平均，每个头得到一个分数
     scores["induction"] = weights[b, :, i, j + 1].mean(dim=0)
     scores["duplicate"] = weights[b, :, i, j].mean(dim=0)
     return scores

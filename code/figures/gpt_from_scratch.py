@@ -221,8 +221,9 @@ def gpt_param_count():
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-# 「读完一整首之后」那道题用的诗：验证集里的一首（从未参与训练），没有字节回退，恰好 25 个词元
-HELD_OUT_POEM = "魚戲蓮葉西，盤盤舞波急。潛依曲岸涼，正對斜光入。"
+# 「读完一整首之后」那道题用的诗：验证集里的一首，没有字节回退，连同前面的换行恰好 25 个词元。
+# 训练集里没有它的异文：它的四句没有一句在训练集的诗里出现过
+HELD_OUT_POEM = "玉管朝朝弄，清歌日日新。折花當驛路，寄與隴頭人。"
 NEXT_TOKEN_OPTIONS = {"\n": "换行：这首诗结束了", "，": "逗号", "。": "句号"}
 NEXT_TOKEN_OTHER = "又一个汉字：接着写下一句"
 

@@ -154,7 +154,7 @@ def llama_vs_gpt_figure():
             ax.plot(h.eval_steps, h.eval_held_out, style, color="C0" if kind == "llama" else "C1",
                     label=label if i == 0 else None, alpha=0.85)
     ax.set_xlabel("训练步数")
-    ax.set_ylabel("验证集损失")
+    ax.set_ylabel("验证集损失（nat / 词元）")
     ax.legend()
     return fig
 

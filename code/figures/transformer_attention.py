@@ -396,7 +396,7 @@ def sinusoidal_encoding():
     pe = sinusoidal_position_encoding(seq_len=64, d_model=128)
     fig, ax = new_figure(size="tall")
     heatmap(ax, pe.numpy(), vmin=-1.0, vmax=1.0)
-    ax.set_xlabel("编码维度 i")
+    ax.set_xlabel("编码维度（0–127）")
     ax.set_ylabel("位置 pos")
     ax.set_title("正弦位置编码（64 个位置 × 128 维）")
     return fig

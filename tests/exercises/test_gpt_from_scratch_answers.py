@@ -12,6 +12,7 @@ explanations that state something about these results are checked too.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -38,7 +39,7 @@ if str(CODE) not in sys.path:
 D, LAYERS, HEADS, CONTEXT = 64, 4, 4, 64  # the reference model as the article states it
 N_BYTES = 256
 FIGURE_POEM = "白日依山盡，黃河入海流。欲窮千里目，更上一層樓。"  # the poem the gpt-attention figure reads
-HELD_OUT_POEM = "魚戲蓮葉西，盤盤舞波急。潛依曲岸涼，正對斜光入。"  # the poem of the next-after-poem exercise
+HELD_OUT_POEM = "玉管朝朝弄，清歌日日新。折花當驛路，寄與隴頭人。"  # the poem of the next-after-poem exercise
 
 
 
@@ -116,6 +117,9 @@ def gpt_param_count() -> int:
 
 def next_after_poem() -> str:
     assert HELD_OUT_POEM in corpus()["held"] and HELD_OUT_POEM not in corpus()["train"]
+    # "no variant of it in the training set": none of its four lines occurs in a training poem
+    lines = [line for line in re.split("[，。]", HELD_OUT_POEM) if line]
+    assert len(lines) == 4 and not any(line in poem for poem in corpus()["train"] for line in lines)
     ids = encode("\n" + HELD_OUT_POEM)
     assert len(ids) == 25 and all(i >= N_BYTES for i in ids), "no byte fallback: a newline and 24 characters"
     assert token_text(ids[24]) == "。"

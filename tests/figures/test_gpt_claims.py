@@ -74,6 +74,17 @@ def corpus() -> dict:
     return {"bytes": len(raw), "poems": poems, "train": train, "held": held, "chars": chars}
 
 
+def variants() -> tuple[int, int]:
+    """Held-out poems with a training poem of the same length that differs in at most 2 (and in exactly 1) places."""
+    by_length: dict[int, list[str]] = collections.defaultdict(list)
+    for p in corpus()["train"]:
+        by_length[len(p)].append(p)
+    nearest = [min((sum(a != b for a, b in zip(p, q, strict=True)) for q in by_length[len(p)]), default=len(p))
+               for p in corpus()["held"]]
+    assert 0 not in nearest  # no held-out poem is also a training poem
+    return sum(1 for n in nearest if n <= 2), sum(1 for n in nearest if n == 1)
+
+
 def vocab_size() -> int:
     return 256 + len(corpus()["chars"])
 
@@ -412,6 +423,10 @@ CLAIMS = [
           lambda stated: None if fact_corpus_format() and int(stated[0]) == 25 else "format or length differs"),
     Claim("split", "article", rf"训练集 {N} 首，验证集 {N} 首",
           approx(lambda: len(corpus()["train"]), lambda: len(corpus()["held"]), exact=True)),
+    Claim("variants across the split", "article",
+          rf"验证集的 {N} 首里有 {N} 首，\s*在训练集里能找到一首字数相同、只有一两个字不同的版本"
+          rf"（其中 {N} 首只差一个字）",
+          approx(lambda: len(corpus()["held"]), lambda: variants()[0], lambda: variants()[1], exact=True)),
     Claim("split (summary)", "article", rf"在 {N} 首五言绝句上训练 (\d+) 步",
           approx(lambda: len(corpus()["train"]), lambda: 300, exact=True)),
     Claim("vocabulary", "article", rf"词表有 {N} 个词元：256 个字节词元，加上 {N} 个字",

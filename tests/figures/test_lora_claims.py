@@ -427,6 +427,10 @@ CLAIMS: list[Claim] = [
           or approx(lambda: len("头".encode()), lambda: len(prompt_ids("春夏秋冬")), exact=True)(st)),
     Claim("samples", "article", rf"训练集有 {N} 条样本，验证集有 {N} 组藏头",
           approx(lambda: len(usable(corpus()["train"])), lambda: len(held_heads()), exact=True)),
+    Claim("held-out heads seen in training", "article",
+          rf"这 {N} 组里有 {N} 组和训练集里某首诗的藏头相同",
+          approx(lambda: len(held_heads()), lambda: sum(h in {heads_of(p) for p in usable(corpus()["train"])}
+                                                         for h in held_heads()), exact=True)),
     Claim("full params", "article", rf"唐诗 GPT 一共 {N} 个参数，全部更新",
           lambda st: (None if result()["total_params"] == counts()["full"] else "the artifact's base differs")
           or approx(lambda: counts()["full"], exact=True)(st)),
