@@ -24,7 +24,7 @@ import re
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-from llmsite import atomic
+from llmsite import atomic, stylesheets
 
 MANIFEST = "offline.json"
 WORKER = "sw.js"
@@ -35,7 +35,6 @@ _REF = re.compile(r"""\b(?:src|href|data-llm-data|data-llm-header)\s*=\s*["']([^
 _REF_BODY = re.compile(_REF.pattern.removeprefix("\\b"))
 _WORD = re.compile(r"\w")
 _PLAYGROUND_SCRIPT = "assets/javascripts/playground.js"  # loaded by playground-start.js on the reader's press
-_CSS_URL = re.compile(r"""url\(\s*["']?([^"')]+?)["']?\s*\)""")
 _CONFIG = re.compile(r'<script id="__config" type="application/json">(.*?)</script>', re.S)
 ASSET_SUFFIXES = {".css", ".js", ".svg", ".png", ".jpg", ".jpeg", ".webp", ".ico", ".json", ".woff2"}
 # What Material's search worker imports for `lang: zh` (workers/search.*.js: lunr's stemmer support and the
@@ -111,8 +110,8 @@ def files_to_keep(site: Path) -> list[str]:
             if found and (site / found).is_file():
                 assets.add(found)
     for css in sorted(a for a in assets if a.endswith(".css")):
-        for ref in _CSS_URL.findall((site / css).read_text(encoding="utf-8")):
-            found = _resolve(css, ref)
+        for ref in stylesheets.CSS_URL.finditer((site / css).read_text(encoding="utf-8")):
+            found = _resolve(css, ref.group(2))
             if found and PurePosixPath(found).suffix in ASSET_SUFFIXES - {".css"} and (site / found).is_file():
                 assets.add(found)
     for header in sorted(a for a in assets if a.startswith("playground/") and a.endswith(".json")):

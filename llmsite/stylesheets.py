@@ -29,7 +29,7 @@ _FOLDER = posixpath.dirname(BUNDLE)
 # The run of stylesheet links Material's template writes in <head>, one per line.
 _RUN = re.compile(r'<link rel="stylesheet" href="[^"]*">(?:\s*<link rel="stylesheet" href="[^"]*">)*')
 LINK = re.compile(r'<link rel="stylesheet" href="([^"]*)">')  # one stylesheet link as Material writes it
-_URL = re.compile(r"""url\(\s*(["']?)([^"')]*)\1\s*\)""")
+CSS_URL = re.compile(r"""url\(\s*(["']?)([^"')]*)\1\s*\)""")  # a url() in CSS: its quote, its target
 _CHARSET = re.compile(r'^@charset\s+"[^"]*";')
 _ABSOLUTE = re.compile(r"^(?:[a-zA-Z][\w+.-]*:|/|#)")
 
@@ -113,4 +113,4 @@ def rebase_urls(css: str, folder: str) -> str:
         moved = posixpath.relpath(posixpath.normpath(posixpath.join(folder, target)), _FOLDER)
         return f"url({quote}{moved}{quote})"
 
-    return _URL.sub(replace, css)
+    return CSS_URL.sub(replace, css)
