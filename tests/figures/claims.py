@@ -25,8 +25,9 @@ def tolerance(stated: Decimal) -> float:
     plus one unit for the CPU. Training and evaluating on another x86 CPU, with the same pinned kernels
     (llmsite/numerics.py), moves results in the fifth significant digit: on 2026-12-04 a Xeon with AVX-512 and AMX
     recomputed 5.82272 where the article, written from another machine's build, states 5.8226, and 0.074429 for a
-    stated 0.075. A claim off by more than that is wrong on every machine."""
-    return 3 * half_unit(stated)
+    stated 0.075. A claim off by more than that is wrong on every machine. A whole number keeps half a unit: counts
+    do not move with the CPU, and '28 首' must not pass for 27."""
+    return 3 * half_unit(stated) if stated.as_tuple().exponent < 0 else half_unit(stated)
 
 
 def approx(*values: Callable[[], float], exact: bool = False) -> Check:

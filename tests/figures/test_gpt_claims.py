@@ -74,15 +74,40 @@ def corpus() -> dict:
     return {"bytes": len(raw), "poems": poems, "train": train, "held": held, "chars": chars}
 
 
-def variants() -> tuple[int, int]:
-    """Held-out poems with a training poem of the same length that differs in at most 2 (and in exactly 1) places."""
+@cache
+def nearest_training_poem() -> list[int]:
+    """For each held-out poem: the fewest places in which a training poem of the same length differs from it."""
     by_length: dict[int, list[str]] = collections.defaultdict(list)
     for p in corpus()["train"]:
         by_length[len(p)].append(p)
     nearest = [min((sum(a != b for a, b in zip(p, q, strict=True)) for q in by_length[len(p)]), default=len(p))
                for p in corpus()["held"]]
     assert 0 not in nearest  # no held-out poem is also a training poem
+    return nearest
+
+
+def variants() -> tuple[int, int]:
+    """Held-out poems with a training poem of the same length that differs in at most 2 (and in exactly 1) places."""
+    nearest = nearest_training_poem()
     return sum(1 for n in nearest if n <= 2), sum(1 for n in nearest if n == 1)
+
+
+@cache
+def variant_losses() -> dict[str, float]:
+    """Mean loss per token of the trained model on each held-out poem fed alone with a newline before and after:
+    over the poems with a variant in training, over the others, over all; and the others minus all."""
+    model, tok, _ = trained()
+    sums = {True: [0.0, 0], False: [0.0, 0]}
+    with torch.no_grad():
+        for poem, n in zip(corpus()["held"], nearest_training_poem(), strict=True):
+            ids = torch.tensor([tok.encode("\n" + poem + "\n")])
+            assert ids.size(1) - 1 <= CONTEXT
+            total = F.cross_entropy(model(ids[:, :-1])[0], ids[0, 1:], reduction="sum").item()
+            sums[n <= 2][0] += total
+            sums[n <= 2][1] += ids.size(1) - 1
+    everything = (sums[True][0] + sums[False][0]) / (sums[True][1] + sums[False][1])
+    others = sums[False][0] / sums[False][1]
+    return {"variant": sums[True][0] / sums[True][1], "other": others, "all": everything, "drop": others - everything}
 
 
 def vocab_size() -> int:
@@ -427,6 +452,12 @@ CLAIMS = [
           rf"验证集的 {N} 首里有 {N} 首，\s*在训练集里能找到一首字数相同、只有一两个字不同的版本"
           rf"（其中 {N} 首只差一个字）",
           approx(lambda: len(corpus()["held"]), lambda: variants()[0], lambda: variants()[1], exact=True)),
+    Claim("variants' losses", "article",
+          rf"这 {N} 首平均每个词元的损失是 {N}，其余 {N} 首是 {N}。.*整个验证集的平均损失只低了约 {N}",
+          lambda st: approx(lambda: variants()[0], lambda: len(corpus()["held"]) - variants()[0],
+                            exact=True)([st[0], st[2]])
+          or approx(lambda: variant_losses()["variant"], lambda: variant_losses()["other"],
+                    lambda: variant_losses()["drop"])([st[1], st[3], st[4]])),
     Claim("split (summary)", "article", rf"在 {N} 首五言绝句上训练 (\d+) 步",
           approx(lambda: len(corpus()["train"]), lambda: 300, exact=True)),
     Claim("vocabulary", "article", rf"词表有 {N} 个词元：256 个字节词元，加上 {N} 个字",
