@@ -101,13 +101,14 @@ def _card(article: Article, from_uri: str, tags_uri: str) -> str:
     tag_links = "".join(
         f'<a class="md-tag" href="{text(tags_href + "#" + tag_anchor(t))}">{text(t)}</a>' for t in article.tags
     )
+    # The tag list is a paragraph, not a <nav>: a page of cards would hold a dozen unnamed landmarks.
     return "\n".join(
         [
             '<article class="llm-card">',
             f'<p>{text_link(from_uri, article.src_uri, article.title, "llm-card__title")}</p>',
             f'<p class="llm-card__summary">{text(article.description)}</p>',
             f'<p class="llm-meta">{meta_line(article)}</p>',
-            f'<nav class="md-tags llm-card__tags">{tag_links}</nav>',
+            f'<p class="md-tags llm-card__tags">{tag_links}</p>',
             "</article>",
         ]
     )

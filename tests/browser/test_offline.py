@@ -128,7 +128,7 @@ def test_every_route_page_reads_offline_after_one_visit(reader, copy_of_site: De
     with _serving(copy_of_site.root, copy_of_site.port):
         pg.goto(base + "articles/transformer-attention/")
         said = _enable(pg)
-        megabytes = f"{kept['bytes'] / 1048576:.1f} MB"
+        megabytes = f"{kept['bytes'] / 1e6:.1f} MB"
         assert f"{len(kept['files'])} 个文件" in said and megabytes in said, said
         pg.locator(".llm-offline [role=status]").filter(has_text="已可离线阅读").wait_for(timeout=120_000)
     # the server is gone: nothing answers on that port any more

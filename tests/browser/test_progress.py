@@ -276,6 +276,21 @@ def test_export_reset_import_gives_the_same_state(page, site_server, content, tm
     assert page.evaluate("(key) => localStorage.getItem(key)", KEY) == original
     assert route_marks(page) == [ATTENTION, BLOCK]
 
+    # importing over existing progress replaces it, so the page asks first; declining keeps what is there
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"version": 1, "articles": {BLOCK: {"read": True}}}), encoding="utf-8")
+    for answer, marks in (("dismiss", [ATTENTION, BLOCK]), ("accept", [BLOCK])):
+        dialogs.clear()
+        page.once("dialog", lambda d, answer=answer: (dialogs.append(d.message), getattr(d, answer)()))
+        with page.expect_file_chooser() as chooser:
+            page.get_by_role("button", name="导入进度…").click()
+        chooser.value.set_files(other)
+        expected = "没有导入，本机的进度不变。" if answer == "dismiss" else "已导入。"
+        page.wait_for_function("(t) => document.querySelector('.llm-progress__note').textContent === t", arg=expected)
+        assert dialogs and "替换" in dialogs[0], dialogs
+        assert route_marks(page) == marks
+    assert stored(page) == {"version": 1, "articles": {BLOCK: {"read": True}}}
+
 
 HOSTILE = {
     "not JSON": b"{\"version\": 1, \"articles\": ",

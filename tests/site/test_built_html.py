@@ -335,7 +335,10 @@ def test_prev_next_follow_route(site, content):
             assert end_links == [f"articles/{nxt}/"], f"{slug}: 下一篇 is {end_links}, expected {nxt}"
             assert content.articles[nxt].title in text_of(end)
         else:
-            assert end_links == [], f"{slug} is last in the route but links to {end_links}"
+            # the last article links to no next article, only to how to contribute one
+            assert end_links == ["about/"], f"{slug} is last in the route but links to {end_links}"
+            assert [a["href"].split("#", 1)[1] for a in end.find_all("a")] == ["参与贡献"]
+            assert site.soup("about/").find(id="参与贡献") is not None
 
 
 @pytest.mark.parametrize("slug", ARTICLE_SLUGS)

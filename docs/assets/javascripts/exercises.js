@@ -33,8 +33,13 @@
     var details = box.querySelector(".llm-ex__answer");
     var radios = [];
     if (data.kind === "choice") {
-      // 每个选项前面放一个单选框；选项的内容（连同渲染好的公式）整个移进 <label> 里的一个 <span>，不复制
+      // 每个选项前面放一个单选框；选项的内容（连同渲染好的公式）整个移进 <label> 里的一个 <span>，不复制。
+      // 选项的列表成为以题目命名的一组单选框，读屏软件读选项时也读出题目
+      var options = box.querySelector(".llm-ex__options"), question = box.querySelector(".llm-ex__question");
+      options.setAttribute("role", "radiogroup");
+      if (question && question.id) options.setAttribute("aria-labelledby", question.id);
       [].forEach.call(box.querySelectorAll(".llm-ex__options > li"), function (li, i) {
+        li.setAttribute("role", "none");
         var label = document.createElement("label");
         var radio = document.createElement("input");
         var text = document.createElement("span");
@@ -75,7 +80,7 @@
       if (data.kind === "number") {
         var v = toNumber(input.value);
         if (isNaN(v)) {
-          say("没看懂这个数：请写成小数或分数（输入框下面有写法）。");
+          say("没看懂这个数：请按输入框下面的写法重新填写。");
           return;
         }
         right = Math.abs(v - data.answer) <= data.tolerance + 1e-9 * Math.max(1, Math.abs(data.answer));

@@ -6,7 +6,7 @@
   var KEY = "llm-offline";  // localStorage：读者开启过离线阅读
   var sw = navigator.serviceWorker;
 
-  function mb(bytes) { return (bytes / 1048576).toFixed(1) + " MB"; }
+  function mb(bytes) { return (bytes / 1e6).toFixed(1) + " MB"; }  // 1 MB = 10^6 字节，和模型演示的写法一样
   function remembered() { try { return localStorage.getItem(KEY) === "1"; } catch (e) { return false; } }
   function remember(on) {
     try { if (on) localStorage.setItem(KEY, "1"); else localStorage.removeItem(KEY); } catch (e) { /* 存不下只影响提示 */ }

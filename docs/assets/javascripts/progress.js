@@ -138,6 +138,9 @@
         file.value = "";
         if (f) (f.size > 1e6 ? Promise.resolve() : f.text()).catch(String).then(function (text) {
           var d = parse(text);
+          // 导入是整份替换，不是合并：本机已有进度时先问一声
+          if (d && Object.keys(state.articles).length &&
+              !confirm("导入会用文件里的进度替换本机现有的全部阅读进度，继续吗？")) return say("没有导入，本机的进度不变。");
           if (d) write(d);
           say(d ? "已导入。" : "导入失败：不是本站导出的进度文件。");
         });
