@@ -157,6 +157,7 @@ def test_top_p_explanation() -> None:
     the order is the same as at temperature 1, as the question says."""
     p = probs(LOGITS, 0.5)
     assert ahead(p, WORDS.index("热")) < P < math.fsum(p[:3])
+    assert f"{ahead(p, WORDS.index('热')):.3f}" == "0.898"  # 「加起来约 0.898」
     assert ahead(p, WORDS.index("冷")) > P
     naive = [math.fsum(p[: i + 1]) < P for i in range(len(p))]
     assert WORDS[naive.index(False)] == "热"

@@ -32,6 +32,8 @@ def fp16_ridge_batch() -> int:
     shapes = ei_claims.matrices("Llama 2 7B")
     n = sum(o * i for o, i in shapes)
     ridge = ei_claims.A100_FLOPS / ei_claims.A100_BANDWIDTH
+    assert (ei_claims.A100_FLOPS, ei_claims.A100_BANDWIDTH) == (312e12, 2039e9)  # as the question states them
+    assert f"{ridge:.2f}" == "153.02"  # the question's 「约 153.02」
     batch = math.ceil(ridge)
     assert 2 * batch * n / (2 * n) >= ridge > 2 * (batch - 1) * n / (2 * n)
     return batch
