@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 import torch
+from gpt_from_scratch import check_poem_list
 from kv_cache import KVCache, forward_with_cache, generate
 from shapes import check_int, check_tensor, fmt, shape_error
 from tiny_transformer import TinyTransformer
@@ -279,7 +280,7 @@ def check_write_args(model: TinyTransformer, tok: CharTokenizer, heads: list[str
 
 
 def check_sft_data_args(poems: list[str], tok: CharTokenizer) -> None:
-    check_poems(poems)
+    check_poem_list(poems)
     check_tokenizer(tok)
 
 
@@ -293,13 +294,6 @@ def check_trim_args(inputs: Tensor, labels: Tensor) -> None:
         raise shape_error("inputs", f"(B, T) = {fmt(labels.shape)}，与 labels 相同", inputs.shape)
     if not (labels != IGNORE).any():
         raise ValueError(f"labels 里没有一个有标签的位置（全是 IGNORE = {IGNORE}，或一条样本都没有）：不知道截到哪里")
-
-
-def check_poems(poems: list[str]) -> None:
-    if isinstance(poems, str) or not isinstance(poems, list) or not all(isinstance(p, str) for p in poems):
-        raise ValueError("poems 应是诗的列表（每项一首、不含换行），例如 load_poems() 或 split_poems 的结果按行切开")
-    if any("\n" in p for p in poems):
-        raise ValueError("poems 的每一项应是一首诗、不含换行：整段文本请先 splitlines()")
 
 
 def check_sft_loss_args(logits: Tensor, labels: Tensor) -> None:

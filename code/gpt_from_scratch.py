@@ -319,21 +319,24 @@ def pretrained_gpt(verbose: bool = True) -> tuple[TinyTransformer, CharTokenizer
 
 
 def check_split_args(poems: list[str], every: int) -> None:
-    """poems 是诗的列表，每项一首非空、不含换行的字符串（和 code/acrostic.py 的 check_poems 同样的要求；
-    不从那里导入：acrostic 是后面的一课，反过来用着本文件的 split_poems）；every 至少为 2。"""
+    check_poem_list(poems)
+    check_int("every", every, minimum=2)
+
+
+def check_poem_list(poems: object) -> None:
+    """poems 是诗的列表，每项一首非空、不含换行的字符串（code/acrostic.py 的 build_sft_data 也用这个检查）。"""
     if isinstance(poems, str) or not isinstance(poems, list):
         raise ValueError("poems 应是诗的列表（每项一首、不含换行，例如 load_poems() 的结果），"
                          f"收到 {type(poems).__name__}；整段文本请先 splitlines()")
     if not poems:
-        raise ValueError("poems 一首诗都没有：至少要有一首才能划分")
+        raise ValueError("poems 一首诗都没有：至少要有一首")
     for i, poem in enumerate(poems):
         if not isinstance(poem, str):
             raise ValueError(f"poems[{i}] 应是一首诗的字符串，收到 {type(poem).__name__}")
         if not poem:
             raise ValueError(f"poems[{i}] 是空字符串：每项应是一首诗（空行会变成一首空诗）")
         if "\n" in poem:
-            raise ValueError(f"poems[{i}] 含有换行：每项应是一首诗，换行是划分时加上的「一首诗结束」的记号")
-    check_int("every", every, minimum=2)
+            raise ValueError(f"poems[{i}] 含有换行：每项应是一首诗，「一首诗结束」的换行由程序另加")
 
 
 def check_batch_args(data: Tensor, batch_size: int, context: int, starts: Tensor | None = None) -> None:

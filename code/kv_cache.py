@@ -357,14 +357,12 @@ def check_cache(cache: object) -> None:
 
 
 def check_attend_args(mha: MultiHeadAttention, x: Tensor, cache: KVCache, layer: int) -> None:
-    """x: (B, T_new, d_model)；cache 的批大小、头数、每头维数与之相符，放得下 T_new 个新位置。"""
+    """x: (B, T_new, d_model)；cache 的批大小、头数、每头维数与之相符（放不放得下 T_new 个新位置，由 store 查）。"""
     if not isinstance(mha, MultiHeadAttention):
         raise ValueError(f"mha 应为 MultiHeadAttention，收到 {type(mha).__name__}")
     check_cache(cache)
     check_btd("x", x, mha.d_model)
-    check_int("layer", layer)
-    if layer >= len(cache.k):
-        raise ValueError(f"layer = {layer} 超出了缓存的层数 {len(cache.k)}（层从 0 数起）")
+    check_layer(cache, layer)
     B, H, _, d_head = cache.k[layer].shape
     if (H, d_head) != (mha.n_heads, mha.d_head):
         raise ValueError(f"cache 每层的形状是 (B, n_heads, max_len, d_head) = {fmt(cache.k[layer].shape)}，"
@@ -373,7 +371,12 @@ def check_attend_args(mha: MultiHeadAttention, x: Tensor, cache: KVCache, layer:
         raise shape_error("x", f"(B, T_new, d_model)，B = {B} 与建缓存时的 batch_size 相同", x.shape)
     if x.dtype != cache.k[layer].dtype:
         raise ValueError(f"x 的 dtype 应与缓存相同（{cache.k[layer].dtype}），收到 {x.dtype}")
-    check_room(cache, x.size(1))
+
+
+def check_layer(cache: KVCache, layer: int) -> None:
+    check_int("layer", layer)
+    if layer >= len(cache.k):
+        raise ValueError(f"layer = {layer} 超出了缓存的层数 {len(cache.k)}（层从 0 数起）")
 
 
 def check_room(cache: KVCache, n_new: int) -> None:
@@ -456,9 +459,7 @@ def check_store_args(cache: KVCache, layer: int, k_new: Tensor, v_new: Tensor) -
     """k_new、v_new: (B, n_heads, T_new, d_head)，B、n_heads、d_head 与缓存相同；缓存还放得下 T_new 个位置。
 
     只比较形状、dtype 和设备，不读张量里的数：生成时每层每步都要调用一次。"""
-    check_int("layer", layer)
-    if layer >= len(cache.k):
-        raise ValueError(f"layer = {layer} 超出了缓存的层数 {len(cache.k)}（层从 0 数起）")
+    check_layer(cache, layer)
     B, H, _, d_head = cache.k[layer].shape
     expected = f"(B, n_heads, T_new, d_head)，其中 B = {B}、n_heads = {H}、d_head = {d_head} 与缓存相同"
     for name, t in (("k_new", k_new), ("v_new", v_new)):

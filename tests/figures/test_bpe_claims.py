@@ -50,7 +50,7 @@ if str(CODE) not in sys.path:
 import bpe as bpe_module  # noqa: E402
 
 from tests.code.test_bpe import BYTE_CHAR, hf_merges, hf_tokenizer, our_merges  # noqa: E402
-from tests.figures.test_gpt_claims import corpus, param_counts  # noqa: E402
+from tests.figures.test_gpt_claims import corpus, param_counts, places_differ  # noqa: E402
 
 POEM = "玉階生白露，夜久侵羅襪。却下水晶簾，玲瓏望秋月。"  # the segmentation figure's poem (held out)
 SIZES = (256, 260, 300, 400, 500, 700, 1000, 1500, 2000, 3009, 4000, 5000, 6000, 7000, 8000)  # the curve's sizes
@@ -256,8 +256,7 @@ def whole(tokens: list[bytes]) -> list[str]:
 
 def variants_of_poem() -> list[str]:
     """Training poems of the same length as POEM that differ from it in one or two places."""
-    return [p for p in corpus()["train"]
-            if len(p) == len(POEM) and 1 <= sum(a != b for a, b in zip(p, POEM, strict=True)) <= 2]
+    return [p for p in corpus()["train"] if len(p) == len(POEM) and 1 <= places_differ(p, POEM) <= 2]
 
 
 def min_frequency() -> int:
@@ -267,8 +266,9 @@ def min_frequency() -> int:
 def fact_variant_makes_luowa() -> bool:
     """羅襪 is one token when training runs to the end, and is not when the variant is left out of the training text."""
     (variant,) = variants_of_poem()
-    without = bpe_module.train_bpe(train_text().replace(variant + "\n", "", 1), NO_LIMIT)
-    assert len(train_text().replace(variant + "\n", "", 1)) == len(train_text()) - len(variant) - 1
+    without_variant = train_text().replace(variant + "\n", "", 1)
+    assert without_variant != train_text()
+    without = bpe_module.train_bpe(without_variant, NO_LIMIT)
     without_tokens = [without.tokens[i] for i in without.encode(POEM + "\n")]
     return "羅襪" in whole(segmentation(ours_full().vocab_size)) and "羅襪" not in whole(without_tokens)
 

@@ -74,14 +74,21 @@ def corpus() -> dict:
     return {"bytes": len(raw), "poems": poems, "train": train, "held": held, "chars": chars}
 
 
+def places_differ(a: str, b: str) -> int:
+    """In how many places two poems of the same length differ."""
+    return sum(x != y for x, y in zip(a, b, strict=True))
+
+
 @cache
 def nearest_training_poem() -> list[int]:
     """For each held-out poem: the fewest places in which a training poem of the same length differs from it."""
     by_length: dict[int, list[str]] = collections.defaultdict(list)
     for p in corpus()["train"]:
         by_length[len(p)].append(p)
-    nearest = [min((sum(a != b for a, b in zip(p, q, strict=True)) for q in by_length[len(p)]), default=len(p))
-               for p in corpus()["held"]]
+    # code points as tensors, one comparison per length: about 0.1 s instead of 4 s of Python loops
+    points = {n: torch.tensor([[ord(c) for c in q] for q in poems]) for n, poems in by_length.items()}
+    nearest = [int((points[len(p)] != torch.tensor([ord(c) for c in p])).sum(dim=1).min()) if len(p) in points
+               else len(p) for p in corpus()["held"]]
     assert 0 not in nearest  # no held-out poem is also a training poem
     return nearest
 
