@@ -3,7 +3,8 @@
 每条提示采样一组（G 条）回答，用验证器给每条打分。一条回答好不好，只和同一组的兄弟比：
 优势 A = (r − 组内平均) / (组内标准差 + ε)。这样不需要另训一个价值模型（PPO 需要）来估计「平均能得几分」。
 然后沿用 PPO 的截断比率：新旧策略的概率比 ρ 被限制在 [1 − ε, 1 + ε] 里，一步不会走太远；
-再加上对参考模型（SFT 模型）的 KL 惩罚，用 DeepSeekMath 的 k3 估计：exp(q − p) − (q − p) − 1，q、p 是参考模型和策略的对数概率。
+再加上对参考模型（SFT 模型）的 KL 惩罚，用 DeepSeekMath 的 k3 估计：exp(q − p) − (q − p) − 1，
+q、p 是参考模型和策略的对数概率。
 
 这里的函数只管「一批对数概率和奖励 → 优势、损失」，和模型无关。参数不对时抛出 ValueError，检查的代码在文件末尾。
 """
@@ -89,3 +90,10 @@ def check_grpo_args(logps: object, old_logps: object, ref_logps: object, advanta
             raise ValueError(f"{name} 应为不小于 0 的数，收到 {value!r}")
     if not clip < 1:
         raise ValueError(f"clip 应小于 1（比率限制在 [1 − clip, 1 + clip]），收到 {clip}")
+
+
+if __name__ == "__main__":
+    # 两条提示，各采样 4 个回答，奖励是验证器的分数：第二组全对，优势全是 0，这一组学不到东西
+    rewards = torch.tensor([[0.25, 1.0, 0.5, 0.25], [1.0, 1.0, 1.0, 1.0]])
+    print("奖励：", rewards.tolist())
+    print("优势：", [[round(a, 3) for a in row] for row in group_advantages(rewards).tolist()])

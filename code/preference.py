@@ -68,9 +68,11 @@ def check_logps_args(logits: object, tokens: object, completion_mask: object) ->
     if logits.dim() != 3:
         raise ValueError(f"logits 的形状应为 (B, T, V)，收到 {fmt(logits.shape)}")
     if tokens.shape != logits.shape[:2]:
-        raise ValueError(f"tokens 的形状应为 {fmt(logits.shape[:2])}（和 logits 的前两维相同），收到 {fmt(tokens.shape)}")
+        raise ValueError(f"tokens 的形状应为 {fmt(logits.shape[:2])}（和 logits 的前两维相同），"
+                         f"收到 {fmt(tokens.shape)}")
     if completion_mask.shape != tokens.shape:
-        raise ValueError(f"completion_mask 的形状应和 tokens 相同 {fmt(tokens.shape)}，收到 {fmt(completion_mask.shape)}")
+        raise ValueError(f"completion_mask 的形状应和 tokens 相同 {fmt(tokens.shape)}，"
+                         f"收到 {fmt(completion_mask.shape)}")
     if not logits.is_floating_point():
         raise ValueError(f"logits 应为浮点张量，收到 {logits.dtype}")
     if tokens.dtype != torch.long:
@@ -104,3 +106,12 @@ def check_lengths(chosen: Tensor, *lengths: object) -> None:
             raise ValueError(f"{name} 的形状应为 {fmt(chosen.shape)}（每个偏好对一个长度），收到 {fmt(t.shape)}")
         if not (t > 0).all():
             raise ValueError(f"{name} 应都是正数：每个回答至少一个词元")
+
+
+if __name__ == "__main__":
+    # 两个偏好对：策略刚从参考模型复制来时，两者的对数概率相同，DPO 的损失是 ln 2 ≈ 0.6931
+    ref_good, ref_bad = torch.tensor([-20.0, -35.0]), torch.tensor([-22.0, -30.0])
+    print(f"策略 = 参考模型：DPO 损失 {dpo_loss(ref_good, ref_bad, ref_good, ref_bad).item():.4f}")
+    # 策略把好回答的对数概率各提高 2、差回答各降低 2：隐含奖励之差 = β·4，损失变小
+    better = dpo_loss(ref_good + 2, ref_bad - 2, ref_good, ref_bad, beta=0.1).item()
+    print(f"好回答 +2、差回答 −2（β = 0.1）：DPO 损失 {better:.4f}")
