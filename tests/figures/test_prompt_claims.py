@@ -1,38 +1,96 @@
-"""The arithmetic the prompt-engineering article states (the power bank example) is recomputed here."""
+"""The arithmetic the prompt-engineering article states (the power bank example), recomputed here.
+
+The article has no figures and no code; its one computation is the power bank's energy and how many times it charges
+a phone. The inputs are the ones the sentences state (20000 mAh at 3.7 V, a 5000 mAh phone, 65 % to 75 % of the
+energy reaching it); the phone cell's nominal voltage, which the article leaves out, is written here. The energy and
+the naive count are exact products, so they are asserted exactly; the charges are rounded as written (half a unit:
+arithmetic, nothing a CPU changes).
+"""
 
 from __future__ import annotations
 
-import re
+from decimal import Decimal
 from pathlib import Path
 
-ARTICLE = Path(__file__).resolve().parents[2] / "docs" / "articles" / "prompt-engineering.md"
+import pytest
+
+from . import claims
+from .claims import Claim, approx, rounded
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTICLE = ROOT / "docs" / "articles" / "prompt-engineering.md"
+SOURCES = claims.Sources(ROOT, ARTICLE)
+
 PHONE_VOLTS = 3.85  # a phone cell's nominal voltage (3.7–3.87 V); 5 Ah × 3.85 V ≈ 19 Wh
+# The example's inputs, as its sentences state them: a 20000 mAh bank of 3.7 V cells, a 5000 mAh phone.
+BANK_MAH, BANK_VOLTS, PHONE_MAH = 20000, 3.7, 5000
+CABIN_LIMIT_WH = 100  # carry-on limit for power banks (CAAC's rule, which the article cites)
+LOSS_SHARES = (65, 75)  # per cent of the bank's energy that reaches the phone, as the article assumes
 
 
-def _text() -> str:
-    return ARTICLE.read_text(encoding="utf-8")
+def bank_wh() -> float:
+    return BANK_MAH / 1000 * BANK_VOLTS
 
 
-def test_energy_of_the_power_bank() -> None:
-    m = re.search(r"(\d+) Ah × ([\d.]+) V = (\d+) Wh", _text())
-    assert m, "the sentence with the power bank's energy is gone"
-    ah, volts, wh = float(m.group(1)), float(m.group(2)), float(m.group(3))
-    assert round(ah * volts) == wh
-    assert f"{int(ah * 1000)} mAh" in _text()
+def phone_wh() -> float:
+    return PHONE_MAH / 1000 * PHONE_VOLTS
 
 
-def test_number_of_charges() -> None:
-    text = _text()
-    m = re.search(
-        r"手机电池约 (\d+) Wh，再扣掉升压和充电的损耗"
-        r"（这里按真正充进手机的占 (\d+)%–(\d+)% 估算），是 ([\d.]+)–(\d+) 次",
-        text,
-    )
-    assert m, "the sentence with the number of charges is gone"
-    phone_wh, lo_eff, hi_eff, lo, hi = (float(g) for g in m.groups())
-    assert round(5.0 * PHONE_VOLTS) == phone_wh  # a 5000 mAh phone
-    bank_wh = 20.0 * 3.7
-    low, high = bank_wh * lo_eff / 100 / phone_wh, bank_wh * hi_eff / 100 / phone_wh
-    assert abs(low - lo) <= 0.05 and high <= hi + 0.05 and high > lo, (low, high)
-    assert "充电约 2.5–3 次" in text and "充 2.5 到 3 次" in text  # the example input and output say the same
-    assert bank_wh < 100 and "低于 100 Wh" in text  # the 100 Wh cabin limit
+def charges_after_losses() -> tuple[float, float]:
+    return tuple(bank_wh() * share / 100 / phone_wh() for share in LOSS_SHARES)
+
+
+def energy(stated: list[Decimal]) -> str | None:
+    """「20000 mAh 并不等于能给 5000 mAh 的手机充 4 次：充电宝的能量是 20 Ah × 3.7 V = 74 Wh」."""
+    bank_mah, phone_mah, naive, ah, volts, wh = stated
+    if (bank_mah, phone_mah, ah, volts) != (BANK_MAH, PHONE_MAH, Decimal(BANK_MAH) / 1000, Decimal(str(BANK_VOLTS))):
+        return f"states {bank_mah} mAh = {ah} Ah at {volts} V and a {phone_mah} mAh phone: not the example's inputs"
+    return approx(lambda: BANK_MAH / PHONE_MAH, bank_wh, exact=True)([naive, wh])
+
+
+def charges(stated: list[Decimal]) -> str | None:
+    """「手机电池约 19 Wh ……（按真正充进手机的占 65%–75% 估算），是 2.5–3 次」: the 74 Wh bank over the phone."""
+    phone, low_share, high_share, low, high = stated
+    if (low_share, high_share) != LOSS_SHARES:
+        return f"states {low_share}%–{high_share}%, the recomputation assumes {LOSS_SHARES}"
+    return rounded(phone_wh, *(lambda i=i: charges_after_losses()[i] for i in (0, 1)))([phone, low, high])
+
+
+CLAIMS = [
+    Claim("naive charges and the bank's energy", "article",
+          r"(\d+) mAh 并不等于能给 (\d+) mAh 的手机充 (\d+) 次："
+          r"充电宝的能量是 (\d+) Ah × ([\d.]+) V = (\d+) Wh", energy),
+    Claim("charges after losses", "article",
+          r"手机电池约 (\d+) Wh，再扣掉升压和充电的损耗"
+          r"（这里按真正充进手机的占 (\d+)%–(\d+)% 估算），是 ([\d.]+)–(\d+) 次",
+          charges),
+    # the example's input and output restate the same facts
+    Claim("the example's bank", "article", r"容量 (\d+) mAh（电芯 ([\d.]+) V，额定能量 (\d+) Wh）",
+          approx(lambda: BANK_MAH, lambda: BANK_VOLTS, bank_wh, exact=True)),
+    Claim("the example's charges", "article", r"能给电池容量 (\d+) mAh 的手机充电约 ([\d.]+)–(\d+) 次",
+          lambda s: approx(lambda: PHONE_MAH, exact=True)(s[:1]) or rounded(
+              *(lambda i=i: charges_after_losses()[i] for i in (0, 1)))(s[1:])),
+    Claim("the example output's charges", "article", r"这款 (\d+) mAh 的充电宝，能给常见的手机充 ([\d.]+) 到 (\d+) 次",
+          lambda s: approx(lambda: BANK_MAH, exact=True)(s[:1]) or rounded(
+              *(lambda i=i: charges_after_losses()[i] for i in (0, 1)))(s[1:])),
+    Claim("under the cabin limit", "article", r"额定能量 (\d+) Wh，低于民航 (\d+) Wh 的限制",
+          lambda s: approx(bank_wh, lambda: CABIN_LIMIT_WH, exact=True)(s)
+          or (None if bank_wh() < CABIN_LIMIT_WH else f"{bank_wh()} Wh is not under {CABIN_LIMIT_WH} Wh")),
+]
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
+def test_claim_holds(claim: Claim) -> None:
+    SOURCES.assert_holds(claim)
+
+
+# Numbers in the prose that are not results of a computation, each with its reason.
+NOT_COMPUTED: dict[str, str] = {
+    "10 条中 6 条": "the prompt log's table is an illustration (the article says 数字是示意), not a measurement",
+    "8 条正确": "the prompt log's table is an illustration (the article says 数字是示意), not a measurement",
+    "9 条正确": "the prompt log's table is an illustration (the article says 数字是示意), not a measurement",
+}
+
+
+def test_every_number_in_the_article_is_a_checked_claim() -> None:
+    claims.assert_numbers_checked(SOURCES, CLAIMS, NOT_COMPUTED, "tests/figures/test_prompt_claims.py")
