@@ -50,7 +50,7 @@ class SwiGLU(nn.Module):
         super().__init__()
         d_ff = swiglu_hidden_dim(d_model) if d_ff is None else d_ff
         check_ffn_args(d_model, d_ff)
-        self.gate = nn.Linear(d_model, d_ff, bias=bias)  # 算「开多大」
+        self.gate = nn.Linear(d_model, d_ff, bias=bias)  # 门：过了 SiLU 之后可正可负，也可以大于 1
         self.up = nn.Linear(d_model, d_ff, bias=bias)  # 算「放进去什么」
         self.down = nn.Linear(d_ff, d_model, bias=bias)
 

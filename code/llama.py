@@ -14,6 +14,7 @@ transformers 只在 hf_config（to_hf 调用它）里才导入：本文件单独
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ from kv_cache import kv_cache_bytes
 from multi_head_attention import check_head_split
 from normalization import RMSNorm
 from positional_encoding import apply_rope, sinusoidal_position_encoding
-from shapes import check_btd, check_int, check_positive, check_same_dtype, check_tensor, fmt, shape_error
+from shapes import check_btd, check_float, check_int, check_same_dtype, check_tensor, fmt, shape_error
 from tiny_transformer import check_tokens
 from torch import Tensor, nn
 
@@ -40,7 +41,7 @@ class MiniLlamaConfig:
     n_heads: int = 4
     n_kv_heads: int = 2  # 须整除 n_heads：每 n_heads / n_kv_heads 个查询头共用一个键值头
     d_ff: int | None = None  # SwiGLU 的隐藏维度；None 取约 8/3 * d_model
-    max_len: int = 64  # 最长的上下文（RoPE 本身没有长度上限，这里限制的是训练过的长度）
+    max_len: int = 64  # 最长的上下文。RoPE 对任何位置都算得出角度，但超出训练长度的位置模型没见过，效果会变差
     rope_base: float = 10000.0
     norm_eps: float = 1e-6
     tie_weights: bool = False  # True：输出层与词嵌入共用同一个矩阵
@@ -114,8 +115,9 @@ class GroupedQueryAttention(nn.Module):
 
     def forward(self, x: Tensor, positions: Tensor, mask: Tensor | None = None,
                 cache: KVCache | None = None, layer: int = 0) -> Tensor:
-        """x: (B, T, d_model)；positions: (T,)，这 T 个词的位置；mask: bool，True 为屏蔽，(T, 键的个数)。"""
-        check_gqa_inputs(self, x, positions, cache)
+        """x: (B, T, d_model)；positions: (T,)，这 T 个词的位置，带缓存时从缓存的长度接着数；
+        mask: bool，True 为屏蔽，(T, 键的个数)；不给时按位置建因果掩码：每个词只看位置不超过自己的键。"""
+        check_gqa_inputs(self, x, positions, cache, layer)  # 形状；带缓存时位置是否接着缓存数，见文件末尾
         B, T, _ = x.shape
         H, H_kv, d = self.n_heads, self.n_kv_heads, self.head_dim
         q = self.q(x).view(B, T, H, d).transpose(1, 2)  # (B, H, T, d)
@@ -125,11 +127,15 @@ class GroupedQueryAttention(nn.Module):
         k = apply_rope(k, positions, self.rope_base)
         if cache is not None:
             k, v = cache.update(layer, k, v)  # (B, H_kv, 已缓存 + T, d)
+        if mask is None:  # 缓存里的键在位置 0 .. 已缓存 - 1 上，接着是这 T 个
+            key_positions = positions if cache is None else torch.arange(k.size(2), device=x.device)
+            mask = key_positions[None, :] > positions[:, None]  # 位置在自己之后的键屏蔽掉
         # 把查询头按键值头分组：(B, H, T, d) -> (B, H_kv, group, T, d)。
         # k、v 补一个长度为 1 的维 (B, H_kv, 1, T_k, d)，广播给组里的每个查询头。缓存里只存 H_kv 份；
         # 矩阵乘法时 PyTorch 会临时展开成每个查询头一份，所以省下的是缓存，不是这一步的临时内存
         q = q.reshape(B, H_kv, self.group, T, d)
         y, _ = scaled_dot_product_attention(q, k[:, :, None], v[:, :, None], mask=mask)  # (B, H_kv, group, T, d)
+        check_finite_output(y, x)  # float16 下 q·k 可能溢出成 inf，见文件末尾
         y = y.reshape(B, H, T, d).transpose(1, 2).reshape(B, T, H * d)  # 合头
         return self.out(y)
 # --8<-- [end:gqa]
@@ -190,7 +196,11 @@ def init_weights(module: nn.Module) -> None:
     """线性层和嵌入取 N(0, 0.02²)（与 transformers 的 initializer_range = 0.02 相同）；RMSNorm 的增益保持为 1。
 
     共用权重时输出层就是嵌入矩阵：默认的 N(0, 1) 嵌入会让一开始的 logits 大到约 sqrt(d_model)。
+    用法是 model.apply(init_weights)：它对每一层各调用一次；直接 init_weights(model) 只看最外层，什么也不做。
     """
+    if not isinstance(module, nn.Module):
+        raise ValueError(f"init_weights 的参数应为 nn.Module（一层），收到 {type(module).__name__}；"
+                         "给整个模型初始化用 model.apply(init_weights)")
     if isinstance(module, (nn.Linear, nn.Embedding)):
         nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
@@ -251,8 +261,10 @@ def rope_scores(q: Tensor, k: Tensor, offset: int = 0, size: int = 16, base: flo
 
     返回 (size, size) 的表：第 i 行第 j 列是「q 在位置 offset + i、k 在位置 offset + j」的分数。
     RoPE 下它只取决于 i - j：整块往后挪（改 offset），表不变；每条对角线上的数都相同。
+    在 float64 里算、返回 float64：半精度的 q、k 很小时分数会下溢成 0，很大时会溢出成 inf。
     """
-    check_score_args(q, k, offset, size)
+    check_score_args(q, k, offset, size, base)
+    q, k = q.double(), k.double()
     positions = torch.arange(offset, offset + size)
     qs = apply_rope(q.expand(size, -1), positions, base)  # (size, d)：每个位置各转一次
     ks = apply_rope(k.expand(size, -1), positions, base)
@@ -263,11 +275,16 @@ def added_position_scores(q: Tensor, k: Tensor, offset: int = 0, size: int = 16)
     """对照：把正弦位置编码直接加到 q、k 上再点积（相当于第一阶段的做法、投影取单位矩阵）。
 
     (q + p_m)·(k + p_n) 里有 q·p_n、p_m·k 这样只和绝对位置有关的项，整块挪动后表就变了。
+    和 rope_scores 一样在 float64 里算、返回 float64。
     """
-    check_score_args(q, k, offset, size)
-    pe = sinusoidal_position_encoding(offset + size, q.numel()).to(q.dtype)[offset:]  # (size, d)
+    check_score_args(q, k, offset, size, max_positions=MAX_ADDED_POSITIONS)
+    q, k = q.double(), k.double()
+    pe = sinusoidal_position_encoding(offset + size, q.numel()).double()[offset:]  # (size, d)
     return (q + pe) @ (k + pe).T
 # --8<-- [end:rope-scores]
+
+
+MAX_ADDED_POSITIONS = 1_000_000  # added_position_scores 要先算出整张正弦编码表：最多这么多个位置
 
 
 def block_param_count(cfg: MiniLlamaConfig) -> dict[str, int]:
@@ -301,11 +318,16 @@ def rope_pairs_to_halves(w: Tensor, n_heads: int) -> Tensor:
 
 
 def hf_config(cfg: MiniLlamaConfig) -> Any:
-    """与 cfg 结构相同的 transformers.LlamaConfig（eager 注意力：逐项计算，结果可复现）。"""
-    check_config(cfg)
-    from transformers import LlamaConfig  # 只在这里需要 transformers
+    """与 cfg 结构相同的 transformers.LlamaConfig（eager 注意力：逐项计算，结果可复现）。
 
-    return LlamaConfig(
+    RoPE 的底数按 transformers 5 的写法放进 rope_parameters（仓库锁定 5.24.0）；4.x 不认识这个参数，
+    会把它原样存下、底数留在默认的 10000，所以遇到 4.x 就报错。建好之后再读回底数核对一遍。
+    """
+    check_config(cfg)
+    import transformers  # 只在这里需要 transformers
+
+    check_transformers_version(transformers.__version__)
+    config = transformers.LlamaConfig(
         vocab_size=cfg.vocab_size, hidden_size=cfg.d_model, intermediate_size=cfg.ffn_dim,
         num_hidden_layers=cfg.n_layers, num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_kv_heads,
         head_dim=cfg.head_dim, max_position_embeddings=cfg.max_len, rms_norm_eps=cfg.norm_eps,
@@ -313,6 +335,16 @@ def hf_config(cfg: MiniLlamaConfig) -> Any:
         tie_word_embeddings=cfg.tie_weights, attention_bias=False, mlp_bias=False, hidden_act="silu",
         bos_token_id=None, eos_token_id=None, pad_token_id=None, attn_implementation="eager",
     )
+    check_hf_rope(config, cfg.rope_base)
+    return config
+
+
+def hf_rope_theta(config: Any) -> float | None:
+    """LlamaConfig 里 RoPE 的底数：transformers 5 放在 rope_parameters["rope_theta"]，4.x 放在 rope_theta。"""
+    params = getattr(config, "rope_parameters", None)
+    if isinstance(params, dict) and "rope_theta" in params:
+        return params["rope_theta"]
+    return getattr(config, "rope_theta", None)
 
 
 def hf_state_dict(model: MiniLlama) -> dict[str, Tensor]:
@@ -376,9 +408,15 @@ def check_head_args(d_model: int, n_heads: int, n_kv_heads: int) -> None:
         )
 
 
+def check_finite_positive(name: str, value: object) -> None:
+    """value 是有限的正数（int 或 float）：写成字符串 "1e-5"、inf、nan、0 或负数都不行。"""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} 应为有限的正数，收到 {value!r}")
+
+
 def check_gqa_args(d_model: int, n_heads: int, n_kv_heads: int, rope_base: float) -> None:
     check_head_args(d_model, n_heads, n_kv_heads)
-    check_positive("rope_base", rope_base)
+    check_finite_positive("rope_base", rope_base)
 
 
 def check_config(cfg: MiniLlamaConfig) -> None:
@@ -391,8 +429,8 @@ def check_config(cfg: MiniLlamaConfig) -> None:
     check_head_args(cfg.d_model, cfg.n_heads, cfg.n_kv_heads)
     if cfg.d_ff is not None:
         check_int("d_ff", cfg.d_ff, minimum=1)
-    check_positive("rope_base", cfg.rope_base)
-    check_positive("norm_eps", cfg.norm_eps)
+    check_finite_positive("rope_base", cfg.rope_base)
+    check_finite_positive("norm_eps", cfg.norm_eps)
     if not isinstance(cfg.tie_weights, bool):
         raise ValueError(f"tie_weights 应为 True 或 False，收到 {cfg.tie_weights!r}")
 
@@ -404,15 +442,54 @@ def check_mask_args(t_new: int, t_total: int) -> None:
         raise ValueError(f"t_new = {t_new} 不能超过 t_total = {t_total}：新来的词也算在总长度里")
 
 
-def check_gqa_inputs(attn: GroupedQueryAttention, x: Tensor, positions: Tensor, cache: KVCache | None) -> None:
-    """x 为 (B, T, d_model)，dtype 与参数相同；positions 为 (T,) 的张量；cache 为 KVCache 或 None。"""
+def check_gqa_inputs(attn: GroupedQueryAttention, x: Tensor, positions: Tensor, cache: KVCache | None,
+                     layer: int) -> None:
+    """x 为 (B, T, d_model)，dtype 与参数相同，没有 inf、nan；positions 为 (T,) 的张量；cache 为 KVCache 或 None。
+
+    带缓存时，这一层已缓存了 n 个词元（位置 0 .. n - 1），新来的 T 个的位置必须是 n, n + 1, …, n + T - 1：
+    每一步都从 0 数，RoPE 给出的相对距离就全错了，而形状都对，不会报别的错。
+    """
     check_btd("x", x, attn.d_model)
     check_same_dtype("x", x, "模型参数", attn.q.weight.dtype)
+    bad = int((~torch.isfinite(x)).sum())
+    if bad:
+        raise ValueError(f"x 里有 {bad} 个 inf 或 nan：注意力的输出会全是 nan。先找出它们是从哪一步来的")
     check_tensor("positions", positions)
     T = x.size(1)
     if positions.dim() != 1 or positions.size(0) != T:
         raise shape_error("positions", f"(T,) = {fmt((T,))}，x 里每个词元的位置", positions.shape)
     check_cache(cache)
+    if cache is None:
+        return
+    check_layer(cache, layer)
+    past = cache.layers[layer]
+    cached = 0 if past is None else past[0].size(2)
+    if positions.tolist() != list(range(cached, cached + T)):
+        raise ValueError(
+            f"带 KV 缓存时，positions 应从这一层已缓存的词元数接着数：第 {layer} 层已缓存 {cached} 个"
+            f"{f'（位置 0 到 {cached - 1}）' if cached else ''}，这 {T} 个新词元的位置应为 "
+            f"{show_positions(range(cached, cached + T))}，"
+            f"收到 {show_positions(positions.tolist())}。每一步都从 0 数的话，RoPE 给出的相对距离就全错了"
+        )
+
+
+def show_positions(values: Any) -> str:
+    """位置写成 [5, 6, 7]；太长时只写头尾：[0, 1, 2, …, 99]。"""
+    values = [int(v) if float(v).is_integer() else v for v in values]
+    if len(values) <= 8:
+        return "[" + ", ".join(str(v) for v in values) + "]"
+    return "[" + ", ".join(str(v) for v in values[:3]) + f", …, {values[-1]}]"
+
+
+def check_finite_output(y: Tensor, x: Tensor) -> None:
+    """注意力的输出没有 inf、nan（输入 x 已检查过）：出了就是 q·k 超出了 dtype 的范围，或者参数坏了。"""
+    if torch.isfinite(y).all():
+        return
+    raise ValueError(
+        f"注意力的输出里出现了 inf 或 nan，而输入 x 里没有：{x.dtype} 能表示的最大数约为 {torch.finfo(x.dtype).max:g}，"
+        f"q·k 很可能超出了它（x 里最大的绝对值是 {x.abs().max().item():g}）。请改用 float32 或 bfloat16；"
+        "已经是 float32 的话，看看模型参数里是否有 inf 或 nan（训练发散时会这样）"
+    )
 
 
 def check_cache(cache: object) -> None:
@@ -420,14 +497,18 @@ def check_cache(cache: object) -> None:
         raise ValueError(f"cache 应为 KVCache 或 None，收到 {type(cache).__name__}；可以用 KVCache(n_layers) 新建")
 
 
-def check_update_args(cache: KVCache, layer: int, k: Tensor, v: Tensor) -> None:
-    """layer 在层数之内；k、v 是同形状、同 dtype 的 (B, n_kv_heads, T_new, head_dim)，与这一层已缓存的相符。"""
+def check_layer(cache: KVCache, layer: int) -> None:
     check_int("layer", layer)
     if layer >= len(cache.layers):
         raise ValueError(f"layer 应在 0 到 {len(cache.layers) - 1} 之间，收到 {layer}")
+
+
+def check_update_args(cache: KVCache, layer: int, k: Tensor, v: Tensor) -> None:
+    """layer 在层数之内；k、v 是同形状、同 dtype 的浮点张量 (B, n_kv_heads, T_new, head_dim)，与这一层已缓存的相符。"""
+    check_layer(cache, layer)
     hint = "先拆头再存：x.view(B, T, n_kv_heads, head_dim).transpose(1, 2)"
     for name, t in (("k", k), ("v", v)):
-        check_tensor(name, t)
+        check_float(name, t)
         if t.dim() != 4:
             raise shape_error(name, "(B, n_kv_heads, T_new, head_dim)，四维", t.shape, hint)
     if v.shape != k.shape:
@@ -443,8 +524,9 @@ def check_update_args(cache: KVCache, layer: int, k: Tensor, v: Tensor) -> None:
     check_same_dtype("k", k, "已缓存的 K", past[0].dtype)
 
 
-def check_score_args(q: Tensor, k: Tensor, offset: int, size: int) -> None:
-    """q、k 是同样长度的一维浮点张量，长度为偶数；offset ≥ 0，size ≥ 1。"""
+def check_score_args(q: Tensor, k: Tensor, offset: int, size: int, base: float = 10000.0,
+                     max_positions: int | None = None) -> None:
+    """q、k 是同样长度的一维浮点张量，长度为偶数；offset ≥ 0，size ≥ 1；base 是有限的正数。"""
     check_tensor("q", q)
     check_tensor("k", k)
     if q.dim() != 1 or not q.is_floating_point() or q.numel() % 2 != 0:
@@ -453,6 +535,10 @@ def check_score_args(q: Tensor, k: Tensor, offset: int, size: int) -> None:
         raise shape_error("k", f"和 q 一样的 {fmt(q.shape)}、dtype {q.dtype}", k.shape)
     check_int("offset", offset)
     check_int("size", size, minimum=1)
+    check_finite_positive("base", base)
+    if max_positions is not None and offset + size > max_positions:
+        raise ValueError(f"offset + size = {offset + size:,} 太大：这个对照要先算出前 offset + size 个位置的整张"
+                         f"正弦编码表，最多 {max_positions:,} 个位置（rope_scores 只算用到的位置，没有这个限制）")
 
 
 def check_model(model: object) -> None:
@@ -463,6 +549,9 @@ def check_model(model: object) -> None:
 def check_forward_args(model: MiniLlama, tokens: Tensor, cache: KVCache | None) -> None:
     """tokens 为 (B, T) 的整数张量、编号在词表内；加上缓存里的词，总长度不超过 max_len。"""
     check_tokens("tokens", tokens, model.cfg)
+    if tokens.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"tokens 的 dtype 应为 torch.long（int64）或 torch.int32：nn.Embedding 只收这两种，"
+                         f"收到 {tokens.dtype}；可以先用 tokens.long() 转换")
     check_cache(cache)
     if cache is None:
         return
@@ -493,6 +582,23 @@ def check_permute_args(w: Tensor, n_heads: int) -> None:
         raise ValueError(f"每个头的行数 {rows} / {n_heads} = {d} 应为正的偶数：RoPE 把维度两两配对")
 
 
+def check_transformers_version(version: str) -> None:
+    if int(version.split(".")[0]) < 5:
+        raise ValueError(
+            f"hf_config 按 transformers 5 的接口（rope_parameters）写配置，这里装的是 {version}："
+            "4.x 会把 rope_parameters 当作不认识的参数存下，RoPE 的底数悄悄留在 10000。"
+            "请按 requirements.txt 装 transformers==5.24.0"
+        )
+
+
+def check_hf_rope(config: Any, rope_base: float) -> None:
+    """建好的 LlamaConfig 读回来的 RoPE 底数就是 rope_base。"""
+    theirs = hf_rope_theta(config)
+    if theirs != rope_base:
+        raise ValueError(f"LlamaConfig 里的 rope_theta 是 {theirs}，应为 {rope_base}：这个版本的 transformers 没有收下 "
+                         "rope_parameters。请按 requirements.txt 装 transformers==5.24.0")
+
+
 def check_hf_model(model: MiniLlama, hf_model: Any) -> None:
     """hf_model 是结构与 model.cfg 相同的 LlamaForCausalLM。"""
     config = getattr(hf_model, "config", None)
@@ -507,7 +613,7 @@ def check_hf_model(model: MiniLlama, hf_model: Any) -> None:
         "num_key_value_heads": (config.num_key_value_heads, cfg.n_kv_heads),
         "head_dim": (config.head_dim, cfg.head_dim),
         "rms_norm_eps": (config.rms_norm_eps, cfg.norm_eps),
-        "rope_theta": (config.rope_parameters.get("rope_theta"), cfg.rope_base),
+        "rope_theta": (hf_rope_theta(config), cfg.rope_base),
         "tie_word_embeddings": (config.tie_word_embeddings, cfg.tie_weights),
     }
     wrong = [f"{name} 是 {theirs}，应为 {ours}" for name, (theirs, ours) in pairs.items() if theirs != ours]

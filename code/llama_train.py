@@ -59,9 +59,10 @@ def held_out_loss(model: nn.Module, tok: CharTokenizer, held_out_text: str, cont
     三首诗至少 75 个词元（每首连同换行至少 25 个），比一段长，所以段与段不重叠，验证集的大部分词元都量到了。
     训练中途只量 48 段（曲线用）；比较两个模型时用这些段，噪声小一些。
     """
-    check_model_and_text(model, tok, "held_out_text", held_out_text)
+    check_model_and_text(model, tok, "held_out_text", held_out_text, context)
     held_ids = torch.tensor(tok.encode(held_out_text))
     starts = poem_starts(held_ids, tok.encode("\n")[0], context)[::3]
+    check_windows("held_out_text", starts, context)  # 至少截得出一段，见文件末尾
     rows = torch.stack([held_ids[i : i + context + 1] for i in starts.tolist()])  # (段数, context + 1)
     return evaluate(model, rows[:, :-1], rows[:, 1:])
 # --8<-- [end:held-out]
@@ -101,6 +102,7 @@ COMPARISON_ENV = "LLM_ARTIFACT_LLAMA_VS_GPT"
 def save_comparison(path: str | Path, result: dict[str, Any]) -> None:
     """存下每次训练的参数、训练记录和最后的验证集损失（不存用时：同样的输入应得到同样的文件）。"""
     check_result(result)
+    check_save_path(path)
     runs = {}
     for kind, items in result["runs"].items():
         runs[kind] = []
@@ -117,9 +119,12 @@ def save_comparison(path: str | Path, result: dict[str, Any]) -> None:
 
 def load_comparison(path: str | Path) -> dict[str, Any]:
     """读回 save_comparison 存的文件：模型重新建好、装入参数，处于 eval 模式。"""
-    if not Path(path).is_file():
-        raise ValueError(f"path 应是 save_comparison 存下的文件，但找不到 {path}")
-    data = torch.load(path, weights_only=True)
+    check_load_path(path)
+    try:
+        data = torch.load(path, weights_only=True)
+    except Exception as error:  # 文本文件、别的格式、写了一半的文件：torch.load 报的错五花八门
+        raise ValueError(f"{path} 读不出来（{type(error).__name__}）：它不是 save_comparison 存下的文件") from error
+    check_saved(path, data)
     vocab_size = CharTokenizer(data["chars"]).vocab_size
     settings = dict(data["settings"])
     settings["sample_at"] = tuple(settings["sample_at"])
@@ -159,8 +164,8 @@ def summary(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 # ---------- 参数检查：不在文章里展示 ----------
 
 
-def check_model_and_text(model: nn.Module, tok: CharTokenizer, name: str, text: str) -> None:
-    """model 是两种模型之一、词表和 tok 一样大；text 是若干首诗，每首后面一个换行。"""
+def check_model_and_text(model: nn.Module, tok: CharTokenizer, name: str, text: str, context: int) -> None:
+    """model 是两种模型之一、词表和 tok 一样大；text 是若干首诗，每首后面一个换行；context 不超过模型的 max_len。"""
     if not isinstance(model, (TinyTransformer, MiniLlama)):
         raise ValueError(f"model 应为 TinyTransformer 或 MiniLlama，收到 {type(model).__name__}")
     if not isinstance(tok, CharTokenizer):
@@ -169,6 +174,20 @@ def check_model_and_text(model: nn.Module, tok: CharTokenizer, name: str, text: 
         raise ValueError(f"{name} 应是若干首诗、每首后面接一个换行的字符串（可用 split_poems 得到）")
     if model.cfg.vocab_size != tok.vocab_size:
         raise ValueError(f"模型的 vocab_size = {model.cfg.vocab_size} 与分词器的 {tok.vocab_size} 不同")
+    dtype = next(model.parameters()).dtype
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"模型的参数是 {dtype}：半精度下交叉熵本身就只有两三位有效数字（bfloat16 在 8 附近的间隔是 "
+                         "0.0625），量出的损失比不出小数点后第三位。请先用 model.float() 转成 float32")
+    check_int("context", context, minimum=1)
+    if context > model.cfg.max_len:
+        raise ValueError(f"context = {context} 超过了模型的 max_len = {model.cfg.max_len}：一段放不进模型")
+
+
+def check_windows(name: str, starts: torch.Tensor, context: int) -> None:
+    """从诗的末尾截段，至少截得出一段 context + 1 个词元。"""
+    if starts.numel() == 0:
+        raise ValueError(f"{name} 太短：要从某首诗末尾的换行起截出 context + 1 = {context + 1} 个词元，"
+                         "一段也截不出来。多放几首诗进去（验证集可以用 split_poems 得到）")
 
 
 def check_seeds(seeds: tuple[int, ...]) -> None:
@@ -183,6 +202,30 @@ def check_compare_args(seeds: tuple[int, ...], s: TrainSettings) -> None:
     if not isinstance(s, TrainSettings):
         raise ValueError(f"s 应为 TrainSettings（code/gpt_from_scratch.py），收到 {type(s).__name__}；"
                          "改几项可以用 replace(COMPARE_SETTINGS, steps=...)")
+
+
+def check_save_path(path: object) -> None:
+    if not isinstance(path, (str, Path)):
+        raise ValueError(f"path 应为文件路径（str 或 Path），收到 {type(path).__name__}")
+    if not Path(path).parent.is_dir():
+        raise ValueError(f"存不了 {path}：目录 {Path(path).parent} 不存在，请先建好它")
+
+
+def check_load_path(path: object) -> None:
+    if not isinstance(path, (str, Path)):
+        raise ValueError(f"path 应为文件路径（str 或 Path），收到 {type(path).__name__}")
+    if not Path(path).is_file():
+        raise ValueError(f"path 应是 save_comparison 存下的文件，但找不到 {path}")
+
+
+def check_saved(path: str | Path, data: object) -> None:
+    """读回来的是 save_comparison 写的字典：runs（每个模型一个列表）、chars、settings。"""
+    ok = isinstance(data, dict) and all(key in data for key in RESULT_KEYS) and isinstance(data["runs"], dict)
+    if ok:
+        ok = all(isinstance(items, list) and all(isinstance(run, dict) and "state_dict" in run for run in items)
+                 for items in data["runs"].values())
+    if not ok:
+        raise ValueError(f"{path} 不是 save_comparison 存下的文件：里面没有 'runs'、'chars'、'settings' 这几项")
 
 
 RESULT_KEYS = ("runs", "chars", "settings")
@@ -213,6 +256,19 @@ def check_result(result: object) -> None:
             if missing:
                 raise ValueError(f"result['runs'][{kind!r}] 的每一项应有 'seed'、'history'、'model'、'held_out'，"
                                  f"收到的一项缺少 {missing}")
+            check_run(kind, run)
+
+
+def check_run(kind: str, run: dict[str, Any]) -> None:
+    """一次训练：model 是模型，history 是 train_gpt 返回的 GPTHistory，held_out 是一个数。"""
+    where = f"result['runs'][{kind!r}] 里种子 {run['seed']!r} 的那一项"
+    if not isinstance(run["model"], nn.Module):
+        raise ValueError(f"{where}：'model' 应是训练好的模型（nn.Module），收到 {type(run['model']).__name__}")
+    if not isinstance(run["history"], GPTHistory):
+        raise ValueError(f"{where}：'history' 应是 train_gpt 返回的 GPTHistory，收到 {type(run['history']).__name__}")
+    held_out = run["held_out"]
+    if isinstance(held_out, bool) or not isinstance(held_out, (int, float)):
+        raise ValueError(f"{where}：'held_out' 应是验证集损失（一个数），收到 {held_out!r}")
 
 
 if __name__ == "__main__":

@@ -44,8 +44,9 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         check_last_dim("x", x, self.gain.numel())
-        rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # 均方根
-        return x / rms * self.gain
+        wide = x.to(torch.promote_types(x.dtype, torch.float32))  # 半精度先升到 float32：1e4 的平方放不进 float16
+        rms = torch.sqrt(wide.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # 均方根
+        return (wide / rms).to(x.dtype) * self.gain
 # --8<-- [end:rms-norm]
 
 

@@ -172,5 +172,5 @@ plt.show()
 # ## 5. 自己试试
 #
 # - 把第 2 节建 `GroupedQueryAttention` 时的 `n_kv_heads=2` 改成 1（MQA）或 4（MHA），重新运行那一格（头数和复制的倍数都从 `attn` 里读，不用改别处），`repeat` 和 `repeat_interleave` 还会不会给出不同的结果？为什么？
-# - 把第 1 节的 `size` 改大、起点改成几万，RoPE 的表还会一格不差吗？（提示：位置越大，角度越大，float32 下的舍入误差也越大；这里用的是 float64。）
+# - 把第 1 节的起点从 500 改成几万、几百万，再到十亿（`offset=10**9`），RoPE 的两张表最大相差多少，还过得了 1e-9 的门槛吗？（提示：`rope_scores` 总在 float64 里算；角度是位置乘频率，位置越大，角度里的舍入误差越大。）
 # - 第 4 节的配置来自 `llama_poem_config`，要改键值头数，把建模型那一行换成 `model = MiniLlama(replace(llama_poem_config(tok.vocab_size), n_kv_heads=4))`（`replace` 来自 `dataclasses`，第一格已经导入），再从这一格运行。参数量（`sum(p.numel() for p in model.parameters())`）变成多少？训练 40 步后的损失差得多吗？

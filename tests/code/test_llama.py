@@ -34,6 +34,7 @@ from llama import (
     block_param_count,
     decoder_mask,
     hf_config,
+    init_weights,
     kv_cache_bytes_per_token,
     kv_cache_table,
     load_into_hf,
@@ -142,6 +143,44 @@ def test_load_into_an_existing_hf_model(tie: bool) -> None:
     with torch.no_grad():
         assert (ours(tokens) - theirs(tokens).logits).abs().max().item() <= 1e-5
     assert (theirs.lm_head.weight is theirs.model.embed_tokens.weight) == tie
+
+
+@pytest.mark.parametrize("base", [500000.0, 100.0], ids=["llama3-base", "small-base"])
+def test_logits_equal_llama_for_causal_lm_with_another_rope_base(base: float) -> None:
+    """rope_base 不是 transformers 默认的 10000 时也对得上（Llama 3 是 500000）；换回默认值，logits 就不同了。"""
+    cfg = small_config(2, rope_base=base)
+    ours, theirs = make_pair(cfg, seed=int(base) % 97)
+    assert theirs.config.rope_parameters["rope_theta"] == base
+    tokens = tokens_for(cfg, 2, cfg.max_len, seed=7)
+    default = LlamaForCausalLM(hf_config(small_config(2))).eval()
+    default.load_state_dict(theirs.state_dict())
+    with torch.no_grad():
+        a = ours(tokens)
+        assert (a - theirs(tokens).logits).abs().max().item() <= 1e-5
+        assert (a - default(tokens).logits).abs().max().item() > 1e-2  # 底数确实起作用：丢了它，测试能发现
+
+
+def test_hf_config_refuses_transformers_4(monkeypatch) -> None:
+    """hf_config 用 transformers 5 的 rope_parameters；4.x 会把它当作不认识的参数存下、底数留在 10000。"""
+    import transformers
+
+    monkeypatch.setattr(transformers, "__version__", "4.46.3")
+    with pytest.raises(ValueError, match=r"transformers 5.*4\.46\.3.*5\.24\.0"):
+        hf_config(small_config(rope_base=500000.0))
+
+
+def test_hf_config_checks_the_rope_base_it_wrote(monkeypatch) -> None:
+    """LlamaConfig 没有收下 rope_parameters 时（像 4.x 那样底数还是 10000），hf_config 报错而不是悄悄建错。"""
+    import transformers
+
+    class Forgetful(transformers.LlamaConfig):
+        def __init__(self, **kw):
+            kw.pop("rope_parameters", None)
+            super().__init__(**kw)
+
+    monkeypatch.setattr(transformers, "LlamaConfig", Forgetful)
+    with pytest.raises(ValueError, match=r"rope_theta 是 10000\.0，应为 500000\.0"):
+        hf_config(small_config(rope_base=500000.0))
 
 
 def test_parameter_counts_agree_with_transformers() -> None:
@@ -316,6 +355,111 @@ def test_decoder_mask() -> None:
     assert decoder_mask(2, 5).tolist() == [[False, False, False, False, True], [False] * 5]
 
 
+def test_gqa_without_a_mask_is_causal() -> None:
+    """不给 mask 时按位置建因果掩码：和传 causal_mask 一样，后面的词改了，前面的输出不变。"""
+    attn = gqa(4, 2, seed=30)
+    T = 6
+    x = torch.randn(2, T, 24, generator=torch.Generator().manual_seed(31), dtype=F64)
+    with torch.no_grad():
+        y = attn(x, torch.arange(T))
+        torch.testing.assert_close(y, attn(x, torch.arange(T), causal_mask(T)), atol=1e-12, rtol=1e-12)
+        changed = x.clone()
+        changed[:, -1] += 1.0
+        torch.testing.assert_close(attn(changed, torch.arange(T))[:, :-1], y[:, :-1], atol=1e-12, rtol=1e-12)
+        # 位置不从 0 开始、也不相邻时，仍按位置比较：每个词只看位置不超过自己的键
+        positions = torch.tensor([3, 5, 9, 10, 20, 21])
+        torch.testing.assert_close(attn(x, positions), attn(x, positions, causal_mask(T)), atol=1e-12, rtol=1e-12)
+
+
+def test_gqa_with_a_cache_and_no_mask_equals_the_full_causal_pass() -> None:
+    """直接用 GroupedQueryAttention 逐个生成（不传 mask，位置从缓存的长度接着数），等于一次算完的因果注意力。"""
+    attn = gqa(6, 2, seed=32)
+    T = 7
+    x = torch.randn(2, T, 24, generator=torch.Generator().manual_seed(33), dtype=F64)
+    cache = KVCache(1)
+    with torch.no_grad():
+        full = attn(x, torch.arange(T), causal_mask(T))
+        steps = [attn(x[:, :3], torch.arange(3), None, cache)]
+        steps += [attn(x[:, t : t + 1], torch.arange(t, t + 1), None, cache) for t in range(3, T)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-12, rtol=1e-12)
+
+
+def test_cache_positions_are_checked_layer_by_layer() -> None:
+    """MiniLlama 里第 0 层先存进缓存，第 1 层拿到的还是同一组位置：检查看的是这一层自己已缓存的长度。"""
+    cfg = small_config(2)
+    torch.manual_seed(34)
+    m = MiniLlama(cfg).eval()
+    cache = KVCache(cfg.n_layers)
+    tokens = tokens_for(cfg, 1, 6, seed=35)
+    with torch.no_grad():
+        m(tokens[:, :4], cache)
+        m(tokens[:, 4:], cache)
+    assert cache.length == 6
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32], ids=["int64", "int32"])
+def test_int32_tokens_give_the_same_logits(dtype: torch.dtype) -> None:
+    tokens = tokens_for(model().cfg, 2, 5, seed=36)
+    with torch.no_grad():
+        assert torch.equal(model()(tokens.to(dtype)), model()(tokens))
+
+
+def test_an_empty_batch_gives_empty_logits() -> None:
+    with torch.no_grad():
+        assert model()(torch.zeros(0, 4, dtype=torch.long)).shape == (0, 4, 97)
+
+
+# 半精度：和同一组（已舍入的）权重、输入在 float32 下的结果比，误差在这种 dtype 的精度之内
+HALF = {"float16": (torch.float16, 1e-2), "bfloat16": (torch.bfloat16, 5e-2)}
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 30.0])
+@pytest.mark.parametrize("name", list(HALF))
+def test_gqa_in_half_precision_matches_float32(name: str, scale: float) -> None:
+    dtype, tol = HALF[name]
+    half = gqa(4, 2, seed=37).to(dtype)
+    ref = gqa(4, 2, seed=37).float()
+    ref.load_state_dict({k: v.float() for k, v in half.state_dict().items()})
+    x = (torch.randn(2, 5, 24, generator=torch.Generator().manual_seed(38)) * scale).to(dtype)
+    with torch.no_grad():
+        got, want = half(x, torch.arange(5)).float(), ref(x.float(), torch.arange(5))
+    assert got.dtype == torch.float32 and torch.isfinite(got).all()
+    assert ((got - want).abs().max() / want.abs().max()).item() < tol
+
+
+def test_bfloat16_attention_with_huge_inputs_stays_finite() -> None:
+    """bfloat16 的指数和 float32 一样多：1e4 量级的输入不会溢出（float16 会，见 WRONG 里的那一条）。"""
+    half = gqa(4, 2, seed=39).to(torch.bfloat16)
+    ref = gqa(4, 2, seed=39).float()
+    ref.load_state_dict({k: v.float() for k, v in half.state_dict().items()})
+    x = (torch.randn(1, 4, 24, generator=torch.Generator().manual_seed(40)) * 1e4).to(torch.bfloat16)
+    with torch.no_grad():
+        got, want = half(x, torch.arange(4)).float(), ref(x.float(), torch.arange(4))
+    assert ((got - want).abs().max() / want.abs().max()).item() < 5e-2
+
+
+def test_llama_block_norm_in_float16_with_large_activations() -> None:
+    """残差流里的数到 1e4 量级（float16 还放得下）：块里的 RMSNorm 应当给出和 float32 一样的结果。"""
+    block = LlamaBlock(small_config()).half()
+    x = (torch.randn(1, 3, 32, generator=torch.Generator().manual_seed(41)) * 1e4).half()
+    want = x.float() / x.float().pow(2).mean(-1, keepdim=True).add(block.attn_norm.eps).sqrt()
+    got = block.attn_norm(x).float()
+    assert ((got - want).abs().max() / want.abs().max()).item() < 1e-2
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1e4])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_score_tables_of_half_inputs_are_exact(dtype: torch.dtype, scale: float) -> None:
+    """分数表在 float64 里算：半精度的 q、k（很小或很大）也不会下溢成 0、溢出成 inf。"""
+    g = torch.Generator().manual_seed(42)
+    q, k = ((torch.randn(8, generator=g, dtype=F64) * scale).to(dtype) for _ in range(2))
+    for fn, offset in ((rope_scores, 1000), (added_position_scores, 10)):
+        got = fn(q, k, offset=offset, size=5)
+        want = fn(q.double(), k.double(), offset=offset, size=5)
+        assert got.dtype == F64 and torch.isfinite(got).all()
+        torch.testing.assert_close(got, want, atol=0, rtol=1e-12)
+
+
 # ====================== KV 缓存 ======================
 
 
@@ -450,7 +594,47 @@ WRONG = [
      ["num_key_value_heads 是 1，应为 2", "hf_config(model.cfg)"]),
     ("hf_model 不是 Llama", lambda: load_into_hf(model(), torch.nn.Linear(2, 2)), ["LlamaForCausalLM"]),
     ("to_hf 的参数不是 MiniLlama", lambda: to_hf(torch.nn.Linear(2, 2)), ["MiniLlama"]),
+    # 带缓存时位置要从这一层已缓存的词元数接着数（文章的「容易写错的地方」第 3 条）
+    ("带缓存逐个生成时每一步都从 0 数", lambda: gqa_step_after(5, torch.arange(1)),
+     ["positions", "已缓存 5 个", "应为 [5]", "收到 [0]"]),
+    ("带缓存时位置跳过了一段", lambda: gqa_step_after(5, torch.arange(7, 9)),
+     ["已缓存 5 个", "应为 [5, 6]", "收到 [7, 8]"]),
+    ("空缓存的第一步不从 0 数", lambda: gqa_step_after(0, torch.arange(3, 6)),
+     ["已缓存 0 个，", "应为 [0, 1, 2]", "收到 [3, 4, 5]"]),
+    ("带缓存时 layer 超出层数",
+     lambda: gqa(4, 2, 0).float()(torch.zeros(1, 3, 24), torch.arange(3), None, KVCache(1), 1),
+     ["layer 应在 0 到 0 之间"]),
+    # 词编号：nn.Embedding 只收 int64 和 int32
+    ("int16 的词编号", lambda: model()(torch.ones(1, 3, dtype=torch.int16)), ["int16", "tokens.long()"]),
+    ("uint8 的词编号", lambda: model()(torch.ones(1, 3, dtype=torch.uint8)), ["uint8", "tokens.long()"]),
+    # 配置里的数写成了字符串、无穷大
+    ("rope_base 是字符串", lambda: MiniLlama(small_config(rope_base="1e4")), ["rope_base", "'1e4'", "有限的正数"]),
+    ("rope_base 是无穷大", lambda: MiniLlama(small_config(rope_base=float("inf"))), ["rope_base", "inf"]),
+    ("norm_eps 是字符串", lambda: MiniLlama(small_config(norm_eps="1e-5")), ["norm_eps", "'1e-5'"]),
+    ("norm_eps 是无穷大", lambda: MiniLlama(small_config(norm_eps=float("inf"))), ["norm_eps", "inf"]),
+    ("GQA 的 rope_base 是字符串", lambda: GroupedQueryAttention(24, 4, 2, rope_base="x"), ["rope_base", "'x'"]),
+    ("分数表的 base 是字符串", lambda: rope_scores(torch.zeros(4), torch.zeros(4), base="1e4"), ["base", "'1e4'"]),
+    ("加位置编码的对照挪得太远", lambda: added_position_scores(torch.zeros(4), torch.zeros(4), offset=10**9),
+     ["offset + size", "1,000,000"]),
+    # 数值：输入里已经有 nan，或 float16 的 q·k 超出了它能表示的范围
+    ("GQA 的 x 里有 nan", lambda: gqa(4, 2, 0).float()(torch.full((1, 3, 24), float("nan")), torch.arange(3)),
+     ["x 里有", "nan"]),
+    ("GQA 在 float16 下溢出", lambda: gqa(4, 2, 0).half()(torch.full((1, 3, 24), 300.0, dtype=torch.float16),
+                                                     torch.arange(3)),
+     ["float16", "65504", "float32"]),
+    ("缓存存入整数张量", lambda: KVCache(2).update(0, torch.zeros(1, 2, 3, 8, dtype=torch.long),
+                                          torch.zeros(1, 2, 3, 8, dtype=torch.long)), ["k 应为浮点张量"]),
+    ("init_weights 的参数不是层", lambda: init_weights("model"), ["nn.Module", "model.apply(init_weights)"]),
 ]
+
+
+def gqa_step_after(n_cached: int, positions: torch.Tensor) -> torch.Tensor:
+    """一层 GQA、一个 KVCache：先按位置 0 .. n_cached - 1 存进 n_cached 个词元，再用给定的 positions 算下一步。"""
+    attn, cache = gqa(4, 2, 0).float(), KVCache(1)
+    with torch.no_grad():
+        if n_cached:
+            attn(torch.zeros(1, n_cached, 24), torch.arange(n_cached), None, cache)
+        return attn(torch.zeros(1, positions.numel(), 24), positions, None, cache)
 
 
 # ====================== 文章里的 RoPE 分数表和块的参数 ======================

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
-from gpt_from_scratch import MIN_COUNT, TrainSettings, load_poems, poem_config, split_poems, train_gpt
+from gpt_from_scratch import MIN_COUNT, GPTHistory, TrainSettings, load_poems, poem_config, split_poems, train_gpt
 from llama import MiniLlama, param_count
 from llama_train import (
     COMPARE_SETTINGS,
@@ -98,6 +99,23 @@ def test_save_and_load_round_trip(tmp_path, poems) -> None:
 
 
 BAD_RESULT = {"runs": None, "chars": "ab", "settings": COMPARE_SETTINGS}  # 各个测试换掉 runs
+RUN = {"seed": 0, "history": GPTHistory(), "model": torch.nn.Linear(2, 2), "held_out": 6.1}  # 各个测试换掉一项
+GOOD_RESULT = {**BAD_RESULT, "runs": {"gpt": [RUN]}}
+FOREIGN: dict[str, Path] = {}  # 不是 save_comparison 存的文件，由下面的 fixture 写好
+
+
+def fresh_llama(tok: CharTokenizer) -> MiniLlama:
+    torch.manual_seed(0)
+    return MiniLlama(llama_poem_config(tok.vocab_size)).eval()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def foreign_files(tmp_path_factory) -> None:
+    """一个文本文件、一个 torch.save 存的别的字典：load_comparison 都应说清楚它们不是比较的结果。"""
+    folder = tmp_path_factory.mktemp("foreign")
+    FOREIGN["text"], FOREIGN["other"] = folder / "notes.pt", folder / "weights.pt"
+    FOREIGN["text"].write_text("hello", encoding="utf-8")
+    torch.save({"weights": torch.zeros(2)}, FOREIGN["other"])
 
 
 @pytest.mark.parametrize("call, fragment", [
@@ -118,6 +136,26 @@ BAD_RESULT = {"runs": None, "chars": "ab", "settings": COMPARE_SETTINGS}  # 各�
     (lambda tok, tr, he: summary({**BAD_RESULT, "runs": {"gpt": [{"seed": 0}]}}), "'history', 'model', 'held_out'"),
     (lambda tok, tr, he: save_comparison("unused.pt", {"chars": "ab"}), "缺少 \\['runs', 'settings'\\]"),
     (lambda tok, tr, he: save_comparison("unused.pt", None), "result 应是 compare_on_poems"),
+    # 验证集太短，一段也截不出来；一段比模型的 max_len 还长
+    (lambda tok, tr, he: held_out_loss(fresh_llama(tok), tok, "".join(he.splitlines(keepends=True)[:3])),
+     "held_out_text 太短"),
+    (lambda tok, tr, he: held_out_loss(fresh_llama(tok), tok, he, context=128),
+     "context = 128 超过了模型的 max_len = 64"),
+    (lambda tok, tr, he: held_out_loss(fresh_llama(tok), tok, he, context=0), "context 应为不小于 1 的整数"),
+    (lambda tok, tr, he: held_out_loss(fresh_llama(tok).to(torch.bfloat16), tok, he), "模型的参数是 torch.bfloat16"),
+    (lambda tok, tr, he: held_out_loss(fresh_llama(tok).half(), tok, he), "model.float()"),
+    # 结果字典里的一项不是训练出来的东西
+    (lambda tok, tr, he: summary({**BAD_RESULT, "runs": {"gpt": [{**RUN, "held_out": "6.1"}]}}),
+     "'held_out' 应是验证集损失"),
+    (lambda tok, tr, he: summary({**BAD_RESULT, "runs": {"gpt": [{**RUN, "model": "gpt"}]}}),
+     "'model' 应是训练好的模型"),
+    (lambda tok, tr, he: save_comparison("unused.pt", {**BAD_RESULT, "runs": {"gpt": [{**RUN, "history": None}]}}),
+     "'history' 应是 train_gpt 返回的 GPTHistory"),
+    # 存到不存在的目录、读不是它存的文件
+    (lambda tok, tr, he: save_comparison("/nonexistent/dir/cmp.pt", GOOD_RESULT), "目录 /nonexistent/dir 不存在"),
+    (lambda tok, tr, he: load_comparison(5), "path 应为文件路径"),
+    (lambda tok, tr, he: load_comparison(FOREIGN["text"]), "不是 save_comparison 存下的文件"),
+    (lambda tok, tr, he: load_comparison(FOREIGN["other"]), "不是 save_comparison 存下的文件"),
 ])
 def test_wrong_input_raises_value_error(poems, call, fragment) -> None:
     with pytest.raises(ValueError, match=fragment):
