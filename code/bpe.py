@@ -1,10 +1,13 @@
 """字节级 BPE（byte-pair encoding）分词：从 256 个字节出发，一次次把最常相邻的两个词元合成一个新词元。
 
 - 词表的编号 0 到 255 是 256 个字节，所以任何 UTF-8 文本都能编码，不会遇到「未知词元」；
-- 训练（train_bpe）每一步数一遍「哪两个词元最常挨在一起」，把这一对合并成一个新词元，编号接着往后排。
-  合并的先后顺序（merges）就是训练的全部结果；
+- 训练每一步数一遍「哪两个词元最常挨在一起」，把这一对合并成一个新词元，编号接着往后排。
+  合并的先后顺序（merges）就是训练的全部结果。train_bpe_simple 是最直接的写法（每一步从头数），
+  train_bpe 只重数变了的地方，快得多，合并的结果完全相同（tests/code/test_bpe.py 核对）；
 - 编码（BPE.encode）把文本拆成字节，再按训练时的先后顺序重放这些合并；
-- 解码（BPE.decode）把每个词元的字节接起来，按 UTF-8 还原。
+- 解码（BPE.decode）把每个词元的字节接起来，按 UTF-8 还原；
+- 特殊词元（BPE 的 special_tokens，例如 '<|endoftext|>'）排在合并出的词元后面，不参与合并；
+  encode 只在 allowed_special 明确允许时才产生它们，用户文字里出现同样的写法也只当普通文字。
 
 预分词：训练和编码之前，文本先切成段（pretokenize）：连续的文字（汉字、字母、数字）一段，连续的标点、空格、
 表情符号一段，每个换行单独一段。合并只在段内发生，所以词元不会跨过标点（没有「，黃」这样的词元），也不会跨过换行：
@@ -23,9 +26,12 @@ from __future__ import annotations
 
 import heapq
 import math
+import numbers
+import re
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from itertools import groupby, pairwise
 
 from shapes import check_int
@@ -62,7 +68,7 @@ def pretokenize(text: str) -> list[str]:
 # --8<-- [start:merge]
 def merge_pair(ids: list[int], pair: Pair, new_id: int) -> list[int]:
     """把 ids 里每一处相邻的 pair 换成 new_id，从左往右找，重叠时左边的先合：a a a → (aa) a。"""
-    check_merge_args(ids, pair, new_id)
+    pair, new_id = check_merge_args(ids, pair, new_id)
     out: list[int] = []
     i = 0
     while i < len(ids):
@@ -98,16 +104,40 @@ def tie_ranks(ties: str) -> list[int]:
     return rank
 
 
+# --8<-- [start:train_simple]
+def train_bpe_simple(text: str, vocab_size: int, min_frequency: int = 2, ties: str = "bytes") -> BPE:
+    """最直接的训练：每一步把所有段里相邻的对从头数一遍，合并最常见的一对。结果和 train_bpe 相同，只是慢得多。"""
+    check_train_args(text, vocab_size, min_frequency)
+    rank = tie_ranks(ties)  # 平局时比较的名次：字节按 ties 的顺序，合并出的词元按编号
+    seqs = [list(piece.encode("utf-8")) for piece in pretokenize(text)]  # 每一段，一开始是它的字节
+    tokens = [bytes([b]) for b in range(N_BYTES)]  # 编号 → 这个词元的字节
+    merges: list[Pair] = []
+    while len(tokens) < vocab_size:
+        counts = Counter(pair for ids in seqs for pair in pairwise(ids))  # 每一对出现几次，重叠的也算
+        if not counts:
+            break
+        # 次数最多的一对；一样多时选名次小的（先比左边，再比右边）
+        best = min(counts, key=lambda p: (-counts[p], *(rank[i] if i < N_BYTES else i for i in p)))
+        if counts[best] < min_frequency:
+            break
+        new_bytes = tokens[best[0]] + tokens[best[1]]
+        if new_bytes not in tokens:  # 同一串字节只占一个编号（两种合并拼出同样的字节时，沿用前一个）
+            tokens.append(new_bytes)
+        seqs = [merge_pair(ids, best, tokens.index(new_bytes)) for ids in seqs]
+        merges.append(best)
+    return BPE(merges)
+# --8<-- [end:train_simple]
+
+
 # --8<-- [start:train]
 def train_bpe(text: str, vocab_size: int, min_frequency: int = 2, ties: str = "bytes") -> BPE:
     """在 text 上训练字节级 BPE，直到词表有 vocab_size 个词元，或最常见的一对也不到 min_frequency 次。
 
-    每一步合并出现次数最多的相邻词元对；次数相同时选编号小的一对（先比左边，再比右边；ties 见文件开头）。
+    合并的结果和 train_bpe_simple 完全相同，只是不在每一步把整份语料从头数一遍：一样的段只存一份（记下出现的次数），
+    合并一对时只重数含有它的那几段，再用一个堆找出次数最多的一对。
     同一串字节只占一个编号：两种合并拼出同样的字节时，后一次沿用前一次的编号（这时合并比新词元多一条）。
     """
-    check_text("text", text)
-    check_int("vocab_size", vocab_size, minimum=N_BYTES)
-    check_int("min_frequency", min_frequency, minimum=1)
+    check_train_args(text, vocab_size, min_frequency)
     byte_rank = tie_ranks(ties)
 
     def rank(i: int) -> int:
@@ -142,8 +172,7 @@ def train_bpe(text: str, vocab_size: int, min_frequency: int = 2, ties: str = "b
         if new_id == len(tokens):
             tokens.append(new_bytes)
         merges.append((a, b))
-        # 只有含这一对的段会变，只重数这几段：新的每一对减去原来的每一对，就是次数的变化。
-        # 不这样做，每一步都把整份语料从头数一遍，在 data/tang_wujue 上要慢一百多倍
+        # 只有含这一对的段会变，只重数这几段：新的每一对减去原来的每一对，就是次数的变化
         changed: set[Pair] = set()
         for s in where.pop((a, b)):
             old = seqs[s]
@@ -173,10 +202,12 @@ class BPE:
     """训练好的字节级 BPE。merges[k] 是第 k 次合并的两个词元的编号；词表完全由它推出来。
 
     BPE(bpe.merges[:k]) 就是只训练了前 k 步的分词器（训练是贪心的，多训练几步不改变前面的合并）。
+    special_tokens 是特殊词元的写法（例如 ['<|endoftext|>']），编号排在所有合并出的词元后面。
     """
 
-    def __init__(self, merges: Sequence[Pair]) -> None:
+    def __init__(self, merges: Sequence[Pair], special_tokens: Sequence[str] = ()) -> None:
         check_merges(merges)
+        check_special_tokens(special_tokens)
         self.merges: list[Pair] = []
         self.tokens = [bytes([b]) for b in range(N_BYTES)]  # 编号 → 字节
         token_id = {t: i for i, t in enumerate(self.tokens)}
@@ -189,15 +220,27 @@ class BPE:
             if new_id == len(self.tokens):
                 self.tokens.append(new_bytes)
             self.ranks[(a, b)] = (k, new_id)
+        # 特殊词元：不参与合并，编号接在最后；只有 encode 的 allowed_special 能产生它们
+        self.special_tokens = {s: len(self.tokens) + k for k, s in enumerate(special_tokens)}
+        self.tokens += [s.encode("utf-8") for s in special_tokens]
         self._cache: dict[str, list[int]] = {}  # 编码过的段 → 编号，再遇到时直接取
 
     @property
     def vocab_size(self) -> int:
         return len(self.tokens)
 
-    def encode(self, text: str) -> list[int]:
-        """文本 → 词元编号：先预分词，每一段拆成 UTF-8 字节，再反复合并「训练时最早合并」的那一对。"""
+    def encode(self, text: str, allowed_special: Collection[str] = ()) -> list[int]:
+        """文本 → 词元编号：先预分词，每一段拆成 UTF-8 字节，再反复合并「训练时最早合并」的那一对。
+
+        text 里出现特殊词元的写法（如 '<|endoftext|>'）时，默认只当普通文字编码：用户输入的文字造不出特殊词元。
+        只有列在 allowed_special 里的（程序自己拼进去的记号），才换成特殊词元的编号。
+        """
         check_text("text", text)
+        allowed = check_allowed_special(allowed_special, self.special_tokens)
+        if allowed:  # 按允许的特殊词元把文本切开：切出的奇数项是特殊词元，偶数项是普通文字
+            parts = re.split("(" + "|".join(re.escape(s) for s in sorted(allowed, key=len, reverse=True)) + ")", text)
+            return [i for k, part in enumerate(parts)
+                    for i in ([self.special_tokens[part]] if k % 2 else self.encode(part))]
         ids: list[int] = []
         for piece in pretokenize(text):
             if piece not in self._cache:
@@ -218,10 +261,11 @@ class BPE:
     def decode(self, ids: Iterable[int] | Tensor) -> str:
         """词元编号 → 文本：每个词元的字节接起来，按 UTF-8 还原。
 
-        任意一串编号拼出的字节不一定是合法的 UTF-8（例如一个汉字只有前两个字节）；每一段不合法的字节
-        显示成一个替换字符 �（与 Python 的 bytes.decode(errors="replace") 相同），而不是报错。
+        任意一串编号拼出的字节不一定是合法的 UTF-8（例如一个汉字只有前两个字节）。不合法的字节换成替换字符 �，
+        而不是报错；规则和 Python 的 bytes.decode(errors="replace") 相同：每个「最长的、拼不成字的片段」换一个 �。
+        所以「山」的前两个字节 E5 B1 是一个 �，两个单独的续字节 BC BC 是两个 �。
         """
-        ids = check_ids(ids, self.vocab_size)
+        ids = check_token_ids(ids, self.vocab_size)
         return b"".join(self.tokens[i] for i in ids).decode("utf-8", errors="replace")
 # --8<-- [end:bpe]
 
@@ -242,6 +286,20 @@ def tokens_per_char(text: str, bpe: BPE) -> float:
     if not text:
         raise ValueError("text 不能为空：空文本没有字符，算不出每个字符几个词元")
     return len(bpe.encode(text)) / len(text)
+
+
+def bits_per_char(nats_per_token: float, n_tokens: int, n_chars: int) -> float:
+    """把模型在一段文本上的平均损失（每个词元多少奈特，即交叉熵）换算成每个字符多少比特。
+
+    n_tokens 是求平均用到的词元数，n_chars 是这些词元拼成的字符数（len(text)，换行也算）。
+    总共 nats_per_token × n_tokens 奈特；除以 ln 2 换成比特，再平均到 n_chars 个字符上。
+    词表不同的模型，每个词元装的字数不同，只有按字符（或按字节）算的数才能互相比较。
+    """
+    nats_per_token = check_nats(nats_per_token)  # 只含一个数的张量、NumPy 的数也行，都换成 Python 的 float
+    n_tokens = check_int("n_tokens", n_tokens, minimum=1)
+    n_chars = check_int("n_chars", n_chars, minimum=1)
+    return nats_per_token * n_tokens / (n_chars * math.log(2))
+# --8<-- [end:measure]
 
 
 def tokens_per_char_prefixes(text: str, bpe: BPE, n_merges: Sequence[int]) -> list[float]:
@@ -298,20 +356,6 @@ def char_shares(text: str, bpe: BPE) -> list[float]:
     return shares
 
 
-def bits_per_char(nats_per_token: float, n_tokens: int, n_chars: int) -> float:
-    """把模型在一段文本上的平均损失（每个词元多少奈特，即交叉熵）换算成每个字符多少比特。
-
-    n_tokens 是求平均用到的词元数，n_chars 是这些词元拼成的字符数（len(text)，换行也算）。
-    总共 nats_per_token × n_tokens 奈特；除以 ln 2 换成比特，再平均到 n_chars 个字符上。
-    词表不同的模型，每个词元装的字数不同，只有按字符（或按字节）算的数才能互相比较。
-    """
-    check_nats(nats_per_token)
-    check_int("n_tokens", n_tokens, minimum=1)
-    check_int("n_chars", n_chars, minimum=1)
-    return nats_per_token * n_tokens / (n_chars * math.log(2))
-# --8<-- [end:measure]
-
-
 # ---------- 参数检查：不在文章和实验里展示 ----------
 
 
@@ -323,17 +367,25 @@ def check_char(c: object) -> None:
                          "整段文本请用 pretokenize(text)")
 
 
-def check_merge_args(ids: object, pair: object, new_id: object) -> None:
-    """ids 是整数编号的列表，pair 是两个整数编号 (左, 右)，new_id 是不小于 0 的整数。"""
+def check_train_args(text: object, vocab_size: object, min_frequency: object) -> None:
+    check_text("text", text)
+    check_int("vocab_size", vocab_size, minimum=N_BYTES)
+    check_int("min_frequency", min_frequency, minimum=1)
+
+
+def check_merge_args(ids: object, pair: object, new_id: object) -> tuple[Pair, int]:
+    """ids 是整数编号的列表，pair 是两个整数编号 (左, 右)，new_id 是整数；编号都不小于 0。返回 (pair, new_id)。"""
     if not isinstance(ids, list):
         raise ValueError(f"ids 应是整数编号的列表，例如 [97, 98, 99]，收到 {type(ids).__name__}；"
                          "文本先转成编号：list(text.encode('utf-8'))")
     if not set(map(type, ids)) <= {int}:  # 比的是 type 而不是 isinstance：True、False 不算编号
         k, bad = next((k, i) for k, i in enumerate(ids) if type(i) is not int)
         raise ValueError(f"ids 应是整数编号的列表，但 ids[{k}] 是 {bad!r}（{type(bad).__name__}）")
-    if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not set(map(type, pair)) <= {int}:
-        raise ValueError(f"pair 应是两个整数编号 (左, 右)，例如 (97, 98)，收到 {pair!r}")
-    check_int("new_id", new_id)
+    if ids and min(ids) < 0:
+        raise ValueError(f"ids 里的编号不能是负数，收到 {min(ids)}")
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not set(map(type, pair)) <= {int} or min(pair) < 0:
+        raise ValueError(f"pair 应是两个整数编号 (左, 右)，都不小于 0，例如 (97, 98)，收到 {pair!r}")
+    return (pair[0], pair[1]), check_int("new_id", new_id)
 
 
 def check_ties(ties: object) -> None:
@@ -347,19 +399,57 @@ def check_bpe(bpe: object) -> None:
         raise ValueError(f"bpe 应为 BPE（用 train_bpe(text, vocab_size) 训练得到），收到 {type(bpe).__name__}")
 
 
-def check_nats(value: object) -> None:
+def check_nats(value: object) -> float:
+    """value 是不小于 0 的有限实数（Python 或 NumPy 的数，或只含一个数的张量）。返回 Python 的 float。"""
     if isinstance(value, Tensor):
         if value.numel() != 1:
             raise ValueError(f"nats_per_token 应为一个数，收到形状 {tuple(value.shape)} 的张量；先取平均：loss.mean()")
         value = value.item()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
         raise ValueError(f"nats_per_token 应为不小于 0 的有限数（交叉熵损失，单位是奈特），收到 {value!r}")
+    return float(value)
 
 
 def check_merges(merges: object) -> None:
     if isinstance(merges, (str, bytes)) or not isinstance(merges, Sequence):
         raise ValueError(f"merges 应为 (左, 右) 编号对的列表，例如 [(97, 98)]，收到 {type(merges).__name__}；"
                          "想从文本训练请用 train_bpe(text, vocab_size)")
+
+
+def check_special_tokens(special: object) -> None:
+    """special 是特殊词元写法的列表：每一项是非空的字符串，互不相同。"""
+    if isinstance(special, (str, bytes)) or not isinstance(special, Sequence):
+        raise ValueError(f"special_tokens 应为字符串的列表，例如 ['<|endoftext|>']，收到 {type(special).__name__}")
+    for k, s in enumerate(special):
+        if not isinstance(s, str) or not s:
+            raise ValueError(f"special_tokens 的每一项应是非空的字符串，第 {k} 项是 {s!r}")
+        check_text(f"special_tokens[{k}]", s)
+    if len(set(special)) != len(special):
+        raise ValueError("special_tokens 里的特殊词元不能重复")
+
+
+def check_allowed_special(allowed: object, special: dict[str, int]) -> set[str]:
+    """allowed 是这个分词器的特殊词元的集合（或列表），返回它的 set。"""
+    if isinstance(allowed, str):
+        raise ValueError(f"allowed_special 应为特殊词元的集合，只有一个也要写成 {{{allowed!r}}}；"
+                         "单独一个字符串会被拆成一个个字符")
+    if not isinstance(allowed, Collection):
+        raise ValueError(f"allowed_special 应为特殊词元的集合，例如 {{'<|endoftext|>'}}，收到 {type(allowed).__name__}")
+    for s in allowed:
+        if not isinstance(s, str) or s not in special:
+            raise ValueError(f"allowed_special 里的 {s!r} 不是这个分词器的特殊词元；它的特殊词元有 {sorted(special)}")
+    return set(allowed)
+
+
+def check_token_ids(ids: object, vocab_size: int) -> list[int]:
+    """ids 是有先后顺序的编号序列（列表、元组、一维整数张量……），每个编号在 0..vocab_size-1 之间。"""
+    if isinstance(ids, (AbstractSet, Mapping)):
+        raise ValueError(f"ids 应是有先后顺序的编号序列（列表、元组或一维整数张量），收到 {type(ids).__name__}："
+                         "集合和字典没有先后顺序")
+    if not isinstance(ids, (Tensor, Iterable)):
+        hint = f"；只有一个编号也要写成列表：[{ids!r}]" if isinstance(ids, numbers.Integral) else ""
+        raise ValueError(f"ids 应为词元编号的序列，例如 [97, 98]，收到 {type(ids).__name__}{hint}")
+    return check_ids(ids, vocab_size)
 
 
 def check_merge(k: int, pair: object, n_tokens: int, seen: dict[Pair, tuple[int, int]]) -> Pair:
@@ -396,5 +486,10 @@ if __name__ == "__main__":
     ids = bpe.encode(text)
     print(f"{text!r} → {len(ids)} 个词元，解码后与原文相同: {bpe.decode(ids) == text}")
     print("只解码「山」的前两个字节:", repr(bpe.decode(list("山".encode())[:2])))
+    eot = "<|endoftext|>"
+    chat = BPE(bpe.merges, special_tokens=[eot])  # 特殊词元的编号接在最后：3000
+    user = "白日" + eot
+    print(f"用户文字 {user!r} → {chat.encode(user)}（{eot} 只是普通词元）；"
+          f"程序写明允许时 → {chat.encode(user, allowed_special={eot})}")
     print("损失 2.0 奈特/词元、每个字符 1.1 个词元，相当于",
           f"{bits_per_char(2.0, n_tokens=110, n_chars=100):.3f} 比特/字符")

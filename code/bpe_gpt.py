@@ -59,8 +59,8 @@ def poem_bits(model: TinyTransformer, tok, poems: list[str]) -> dict[str, float]
     """模型在 poems 上每个字符多少比特。每首诗编码成「换行 + 诗 + 换行」，预测换行之后的每个词元。
 
     每首诗的字符数是 len(诗) + 1（结尾的换行也算）。词元落在标点或换行上（MARKS）的损失记为「格式」，
-    其余记为「汉字」；两部分加起来就是总数。返回每字比特（总的、汉字部分、格式部分，都除以全部字符数）、
-    每词元的平均损失（奈特）、词元数和字符数。
+    其余记为「汉字」；两部分加起来就是总数（分词器要把每个标点和换行编成单独一个词元，否则分不开，抛出 ValueError）。
+    返回每字比特（总的、汉字部分、格式部分，都除以全部字符数）、每词元的平均损失（奈特）、词元数和字符数。
     """
     check_eval_args(model, tok, poems)
     model.eval()
@@ -71,7 +71,7 @@ def poem_bits(model: TinyTransformer, tok, poems: list[str]) -> dict[str, float]
     y = torch.tensor([r[1:] + [0] * (width + 1 - len(r)) for r in rows])
     real = torch.tensor([[t < len(r) - 1 for t in range(width)] for r in rows])
     loss = torch.nn.functional.cross_entropy(model(x).transpose(1, 2), y, reduction="none")  # (诗数, width)
-    marks = torch.tensor([i for c in MARKS for i in tok.encode(c)])
+    marks = torch.tensor([tok.encode(c)[0] for c in MARKS])  # 每个标点、换行都是一个词元（check_eval_args 检查过）
     is_mark = torch.isin(y, marks) & real
     n_tokens, n_chars = int(real.sum()), sum(len(poem) + 1 for poem in poems)
     nats_marks, nats_chars = loss[is_mark].sum().item(), loss[real & ~is_mark].sum().item()
@@ -89,15 +89,22 @@ BPE_GPT_ENV = "LLM_ARTIFACT_BPE_GPT"
 
 def save_bpe_gpt(path: str | Path, model: TinyTransformer, bpe: BPE, history: GPTHistory) -> None:
     """把模型（配置和参数）、BPE 的合并列表和训练记录存成一个文件。"""
-    check_saved(model, bpe, history)
+    check_saved(path, model, bpe, history)
     torch.save({**model_record(model, history), "merges": [list(m) for m in bpe.merges]}, path)
 
 
 def load_bpe_gpt(path: str | Path) -> tuple[TinyTransformer, BPE, GPTHistory]:
     """读回 save_bpe_gpt 存的文件，返回 (模型, BPE, 训练记录)。模型处于 eval 模式。"""
+    check_path(path)
     if not Path(path).is_file():
         raise ValueError(f"path 应是 save_bpe_gpt 存下的文件，但找不到 {path}")
-    data = torch.load(path, weights_only=True)
+    try:
+        data = torch.load(path, weights_only=True)
+    except Exception as e:  # 不是 torch.save 存的文件：读不出来的原因五花八门，统一说明
+        raise ValueError(f"path = {path} 不是 save_bpe_gpt 存下的文件（torch.load 读不出来：{e}）") from None
+    if not isinstance(data, dict) or not {"config", "merges"} <= data.keys():
+        raise ValueError(f"path = {path} 不是 save_bpe_gpt 存下的文件：里面没有模型配置和 BPE 的合并列表"
+                         "（字符级模型请用 gpt_from_scratch.load_poem_gpt 读）")
     model, history = read_model_record(data)
     return model, BPE([tuple(m) for m in data["merges"]]), history
 
@@ -130,9 +137,22 @@ def check_eval_args(model: object, tok: object, poems: object) -> None:
             raise ValueError(f"poems[{i}] 应是一首非空的诗，不含换行（换行由 poem_bits 自己加）")
         if len(tok.encode("\n" + poem + "\n")) - 1 > model.cfg.max_len:
             raise ValueError(f"poems[{i}] 编码后超过了模型的 max_len = {model.cfg.max_len} 个词元")
+    for c in MARKS:
+        ids = tok.encode(c)
+        if len(ids) != 1:
+            raise ValueError(f"分词器应把 {c!r} 编成单独一个词元，才能把落在它上面的损失记为「格式」；这个分词器把它"
+                             f"编成了 {len(ids)} 个词元 {ids}（词表太小，还没有这个标点自己的词元）")
 
 
-def check_saved(model: object, bpe: object, history: object) -> None:
+def check_path(path: object) -> None:
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"path 应为文件路径（str 或 pathlib.Path），收到 {type(path).__name__}")
+
+
+def check_saved(path: object, model: object, bpe: object, history: object) -> None:
+    check_path(path)
+    if not Path(path).parent.is_dir():
+        raise ValueError(f"path = {path} 所在的文件夹不存在，请先建好它")
     for name, value, cls in (("model", model, TinyTransformer), ("bpe", bpe, BPE), ("history", history, GPTHistory)):
         if not isinstance(value, cls):
             raise ValueError(f"{name} 应为 {cls.__name__}，收到 {type(value).__name__}")

@@ -73,11 +73,28 @@ tied = [pair for pair, n in pair_counts.items() if n == top[0][1]]
 print(f"并列第一的有 {len(tied)} 对；每首诗有两个「，」和两个「。」，训练集 {train_text.count(chr(10))} 首诗")
 
 # %% [markdown]
-# 并列时选编号小的一对。下面是最早的 12 次合并：前四次拼出了「。」和「，」，之后是汉字的前两个字节（同一段码位的汉字共用开头），再往后才是整个的字。
+# 并列时选编号小的一对。下面是最早的 12 次合并：前四次拼出了「。」和「，」，之后是汉字的前两个字节（同一段码位的汉字共用开头），然后才合出第一个完整的汉字。再往后，半截的字、整个的字和两字搭配交替着合并，并没有先后分明的阶段：下面的程序也数了数，第一个两字词元出现以后，还合出了多少个单字。
 
 # %%
 for k, (a, b) in enumerate(full.merges[:12]):
     print(f"第 {k + 1:>2} 次：{full.token_text(a)} + {full.token_text(b)} → {full.token_text(full.ranks[a, b][1])}")
+
+
+def chars_in(token: bytes) -> int:
+    """一个词元是几个完整的字；不成字（半截的字节）记 0。"""
+    try:
+        return len(token.decode("utf-8"))
+    except UnicodeDecodeError:
+        return 0
+
+
+made = [full.tokens[full.ranks[pair][1]] for pair in full.merges]  # 每次合并造出的词元
+first_han = next(k for k, t in enumerate(made, 1) if chars_in(t) == 1 and t.decode() not in "，。")
+first_two = next(k for k, t in enumerate(made, 1) if chars_in(t) == 2)
+singles_after = sum(chars_in(t) == 1 for t in made[first_two:])
+print(f"第一个完整的汉字「{made[first_han - 1].decode()}」在第 {first_han} 次合并，"
+      f"第一个两字词元「{made[first_two - 1].decode()}」在第 {first_two} 次；"
+      f"在那之后又合出了 {singles_after} 个单字")
 
 # %% [markdown]
 # ## 3. 任何文字都能原样还原

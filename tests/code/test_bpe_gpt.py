@@ -17,7 +17,16 @@ import torch
 import torch.nn.functional as F
 from bpe import BPE, train_bpe
 from bpe_gpt import bpe_vocab_size, load_bpe_gpt, poem_bits, pretrained_bpe_gpt, save_bpe_gpt, train_bpe_gpt
-from gpt_from_scratch import TrainSettings, load_poems, poem_config, split_poems, train_gpt, train_poem_gpt
+from gpt_from_scratch import (
+    GPTHistory,
+    TrainSettings,
+    load_poems,
+    poem_config,
+    save_poem_gpt,
+    split_poems,
+    train_gpt,
+    train_poem_gpt,
+)
 from tiny_transformer import TinyConfig, TinyTransformer
 from tokenizer import CharTokenizer
 
@@ -25,10 +34,10 @@ REPO = Path(__file__).resolve().parents[2]
 TEXT = "白日依山盡，黃河入海流。\n欲窮千里目，更上一層樓。\n" * 4
 
 
-def tiny(vocab_size: int) -> TinyTransformer:
+def tiny(vocab_size: int, max_len: int = 64) -> TinyTransformer:
     torch.manual_seed(0)
-    return TinyTransformer(TinyConfig(vocab_size=vocab_size, d_model=16, n_heads=2, n_layers=1, max_len=64, mlp=True,
-                                      positions="learned"))
+    return TinyTransformer(TinyConfig(vocab_size=vocab_size, d_model=16, n_heads=2, n_layers=1, max_len=max_len,
+                                      mlp=True, positions="learned"))
 
 
 SHORT = TrainSettings(steps=25, batch_size=2, context=16, warmup=5, eval_every=10, eval_windows=2, sample_at=(25,),
@@ -148,12 +157,49 @@ def test_training_is_the_stage_1_recipe_with_a_bpe(monkeypatch) -> None:
     (lambda: poem_bits(tiny(256), BPE([]), ["白日依山盡" * 5]), "max_len"),
     (lambda: save_bpe_gpt("/tmp/x.pt", tiny(256), "bpe", None), "bpe"),
     (lambda: load_bpe_gpt("/nonexistent/bpe-gpt.pt"), "path"),
+    # found by probing (stage-2 review): these raised TypeError, AttributeError or KeyError
+    (lambda: load_bpe_gpt(5), "path 应为文件路径"),
+    (lambda: load_bpe_gpt(None), "path 应为文件路径"),
+    (lambda: save_bpe_gpt(5, tiny(256), BPE([]), GPTHistory()), "path 应为文件路径"),
+    (lambda: save_bpe_gpt("/nonexistent/dir/x.pt", tiny(256), BPE([]), GPTHistory()), "文件夹不存在"),
 ])
 def test_bad_input_raises_value_error_in_chinese(call, name: str) -> None:
     with pytest.raises(ValueError) as info:
         call()
     message = str(info.value)
     assert name in message and re.search(r"[\u4e00-\u9fff]", message), message
+
+
+def test_load_rejects_a_file_that_is_not_a_saved_bpe_gpt(tmp_path) -> None:
+    """A file torch cannot read, a torch file of something else, and the character model's file (no merges)."""
+    text_file = tmp_path / "notes.txt"
+    text_file.write_text("白日依山盡", encoding="utf-8")
+    other = tmp_path / "other.pt"
+    torch.save({"x": 1}, other)
+    char = tmp_path / "tang-gpt.pt"
+    tok = CharTokenizer.train(TEXT, min_count=1)
+    save_poem_gpt(char, tiny(tok.vocab_size), tok, GPTHistory())
+    for path in (text_file, other, char):
+        with pytest.raises(ValueError, match="不是 save_bpe_gpt 存下的文件"):
+            load_bpe_gpt(path)
+
+
+@pytest.mark.parametrize("size", [256, 257, 258, 259])
+def test_poem_bits_refuses_a_tokenizer_that_splits_the_marks(size: int) -> None:
+    """With fewer than the four merges that make ，and 。 (the first four on the poems), a mark is several byte tokens
+    that many Han characters share: poem_bits used to count those characters' tokens as marks. On 20 held-out poems
+    with bytes only, 301 target tokens were counted as marks where the marks and newlines are 260 tokens."""
+    train_text, _ = split_poems(load_poems())
+    full = train_bpe(train_text, 260)
+    bpe = BPE(full.merges[: size - 256])
+    with pytest.raises(ValueError, match="编成单独一个词元") as info:
+        poem_bits(tiny(bpe.vocab_size, max_len=80), bpe, load_poems()[9::10][:20])  # 74 byte tokens a poem
+    assert re.search(r"'[，。]'", str(info.value))
+    assert len(BPE(full.merges).encode("，")) == len(BPE(full.merges).encode("。")) == 1  # 260 is enough
+    assert poem_bits(tiny(260, max_len=80), BPE(full.merges), load_poems()[9::10][:20])["n_chars"] == 20 * 25
+    char_tok = CharTokenizer.train("白日白日")  # no marks in its vocabulary: they fall back to bytes
+    with pytest.raises(ValueError, match="编成单独一个词元"):
+        poem_bits(tiny(char_tok.vocab_size), char_tok, ["白日，白日。"])
 
 
 def test_cross_entropy_is_what_poem_bits_sums() -> None:

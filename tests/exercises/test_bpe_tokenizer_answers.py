@@ -40,8 +40,8 @@ def bpc_from_nats() -> float:
 
 def poem_tokens_at_3009() -> int:
     ours = len(bpe_claims.encode_bpe(POEM + "\n"))
-    hf = len(bpe_claims.hf_at(3009).encode(POEM + "\n").ids)  # HF breaks the first ties differently
-    assert abs(ours - hf) <= 1, (ours, hf)
+    hf = len(bpe_claims.hf_at(3009).encode(POEM + "\n").ids)  # HF breaks the first ties differently: same count
+    assert ours == hf, (ours, hf)
     return ours
 
 
