@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 import torch
@@ -98,12 +99,16 @@ def trim_batch(inputs: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def sft_loss(logits: Tensor, labels: Tensor) -> Tensor:
-    """只在有标签的位置上求平均的交叉熵：提示和补齐的位置不算。logits (B, T, V)，labels (B, T)。"""
+    """只在有标签的位置上求平均的交叉熵：提示和补齐的位置不算。logits (B, T, V)，labels (B, T)。
+
+    float16、bfloat16 的 logits 先换成 float32 再算（混合精度训练也这样算损失），返回 float32。
+    """
     check_sft_loss_args(logits, labels)
     keep = labels != IGNORE  # (B, T)：回答的词元
-    log_probs = logits.log_softmax(dim=-1)
-    picked = log_probs.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # IGNORE 先换成 0 号，反正不算
-    return -(picked * keep).sum() / keep.sum()
+    log_probs = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(dim=-1)
+    picked = log_probs.gather(-1, labels.clamp(min=0).long().unsqueeze(-1)).squeeze(-1)  # IGNORE 先换成 0 号，反正不算
+    # 不算的位置直接换成 0，不用乘掩码：那里的分数可能是 -inf（比如词表被屏蔽的位置），-inf × 0 是 NaN
+    return -torch.where(keep, picked, 0.0).sum() / keep.sum()
 # --8<-- [end:sft-data]
 
 
@@ -126,12 +131,14 @@ def well_formed(text: str) -> bool:
 def acrostic_ok(heads: str, text: str) -> bool:
     """成功：写出的诗四句的句首恰好是要求的四个字。"""
     check_text(heads=heads, text=text)
+    check_heads(heads)
     return written_heads(text) == heads
 
 
 def head_hits(heads: str, text: str) -> int:
     """四句里有几句的句首对上了（逐句比较；写出的不足四句时，缺的那几句算没对上）。"""
     check_text(heads=heads, text=text)
+    check_heads(heads)
     return sum(a == b for a, b in zip(written_heads(text), heads, strict=False))
 
 
@@ -141,17 +148,19 @@ def write_acrostics(model: TinyTransformer, tok: CharTokenizer, heads: list[str]
     """每组藏头写一首诗（贪心解码，结果是确定的）。返回 (诗的列表, 句首概率 (N, 4))。
 
     句首概率：沿着模型自己写出的文字，每一句开头那一步给要求的字的概率（第 k 句开头 = 第 k 个句末标点之后）。
-    写出的不足四句时，缺的那几句记为 0。
+    只数第一个换行之前的句末标点：换行表示这首诗写完了，后面接着写的不算。写出的不足四句时，缺的那几句记为 0。
     """
     check_write_args(model, tok, heads, max_new_tokens)
     prompts = torch.tensor([tok.encode(acrostic_prompt(h)) for h in heads])  # 句首字各一个词元：提示一样长
     out = generate(model, prompts, max_new_tokens)  # code/kv_cache.py：贪心解码，带 KV 缓存
     new = out.tokens[:, prompts.size(1):]  # (N, max_new_tokens)
     probs = out.logits.softmax(dim=-1)  # (N, max_new_tokens, V)
-    ends = {tok.char_to_id[c] for c in "，。"}
+    ends, newline = {tok.char_to_id[c] for c in "，。"}, tok.char_to_id["\n"]
     texts, head_probs = [], torch.zeros(len(heads), N_LINES)
     for i, h in enumerate(heads):
-        starts = [0] + [t + 1 for t, token in enumerate(new[i].tolist()) if token in ends]
+        tokens = new[i].tolist()
+        poem = tokens[:tokens.index(newline)] if newline in tokens else tokens  # 到第一个换行为止
+        starts = [0] + [t + 1 for t, token in enumerate(poem) if token in ends]
         for k, step in enumerate(starts[:N_LINES]):
             if step < max_new_tokens:
                 head_probs[i, k] = probs[i, step, tok.char_to_id[h[k]]]
@@ -221,9 +230,17 @@ def playground_task(example: str = "春夏秋冬") -> dict:
 # ---------- 参数检查：不在文章里展示，输入不对时给出看得懂的错误 ----------
 
 
+def is_hanzi(c: str) -> bool:
+    """c 是一个汉字（Unicode 的中日韩统一表意文字或兼容表意文字，含扩展区的生僻字）。"""
+    return unicodedata.name(c, "").startswith(("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH"))
+
+
 def check_heads(heads: str) -> None:
-    if not isinstance(heads, str) or len(heads) != N_LINES or LINE_END.search(heads) or "\n" in heads:
-        raise ValueError(f"heads 应是 {N_LINES} 个字的字符串（每句句首一个字，不含标点），收到 {heads!r}")
+    if not isinstance(heads, str) or len(heads) != N_LINES or not all(map(is_hanzi, heads)):
+        got = f"{type(heads).__name__} {heads!r}" if not isinstance(heads, str) else repr(heads)
+        hint = "；这里只要一组藏头（一个字符串），不是列表" if isinstance(heads, (list, tuple)) else ""
+        raise ValueError(f"heads 应是 {N_LINES} 个字的字符串（{N_LINES} 个汉字，每句句首一个，不含标点、空格、字母），"
+                         f"收到 {got}{hint}")
 
 
 def check_text(**texts: object) -> None:
@@ -246,7 +263,8 @@ def check_usable_args(poem: str, tok: CharTokenizer) -> None:
 def check_heads_list(heads: list[str], tok: CharTokenizer) -> None:
     check_tokenizer(tok)
     if not isinstance(heads, list) or not heads:
-        raise ValueError(f"heads 应是非空的列表，每项是 {N_LINES} 个字，收到 {heads!r}")
+        hint = f"：只写一组也请放进列表，例如 [{heads!r}]" if isinstance(heads, str) else ""
+        raise ValueError(f"heads 应是非空的列表，每项是 {N_LINES} 个字，收到 {heads!r}{hint}")
     for h in heads:
         check_heads(h)
         missing = [c for c in h if c not in tok.char_to_id]
@@ -262,9 +280,9 @@ def check_forced_args(model: TinyTransformer, tok: CharTokenizer, heads: str, ma
     check_heads_list([heads], tok)
     if prompt_heads is not None:
         check_heads_list([prompt_heads], tok)
-    for c in "，。":
+    for c in "，。\n":
         if c not in tok.char_to_id:
-            raise ValueError(f"句末标点「{c}」不在词表里：这个分词器不是唐诗语料上建的")
+            raise ValueError(f"句末标点和换行（{c!r}）不在词表里：这个分词器不是唐诗语料上建的")
     check_int("max_new_tokens", max_new_tokens, minimum=1)
     P = len(tok.encode(acrostic_prompt(heads if prompt_heads is None else prompt_heads)))
     if P + max_new_tokens - 1 > model.cfg.max_len:
@@ -284,9 +302,17 @@ def check_sft_data_args(poems: list[str], tok: CharTokenizer) -> None:
     check_tokenizer(tok)
 
 
+def check_token_ids(name: str, t: Tensor) -> None:
+    """词元编号（或 labels）是整数张量：int64 以外的整数类型也行（int32、int16……），浮点和 bool 不行。"""
+    check_tensor(name, t)
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        what = "词元编号" if name == "inputs" else f"词元编号，不算损失的位置为 {IGNORE}"
+        raise ValueError(f"{name} 应为整数张量（{what}），收到 dtype={t.dtype}；可以先用 {name}.long() 转换")
+
+
 def check_trim_args(inputs: Tensor, labels: Tensor) -> None:
-    check_tensor("inputs", inputs)
-    check_tensor("labels", labels)
+    check_token_ids("inputs", inputs)
+    check_token_ids("labels", labels)
     if labels.dim() != 2:
         raise shape_error("labels", "(B, T)，二维：一批样本，每条一行", labels.shape,
                           "只有一条样本时先加上批次维：labels[None]")
@@ -298,18 +324,25 @@ def check_trim_args(inputs: Tensor, labels: Tensor) -> None:
 
 def check_sft_loss_args(logits: Tensor, labels: Tensor) -> None:
     check_tensor("logits", logits)
-    check_tensor("labels", labels)
+    check_token_ids("labels", labels)
     if not logits.is_floating_point() or logits.dim() != 3:
         raise shape_error("logits", "(B, T, V) 的浮点张量", logits.shape)
     if tuple(labels.shape) != tuple(logits.shape[:2]):
         raise shape_error("labels", f"(B, T) = {fmt(logits.shape[:2])}，与 logits 的前两维相同", labels.shape)
-    if labels.is_floating_point() or labels.dtype == torch.bool:
-        raise ValueError(f"labels 应为整数张量（词元编号，不算损失的位置为 {IGNORE}），收到 dtype={labels.dtype}")
+    if labels.numel() == 0:
+        raise shape_error("logits", "(B, T, V)，B 和 T 至少为 1", logits.shape,
+                          "一条样本（或一个位置）都没有，平均的损失没有定义")
+    if logits.size(-1) == 0:
+        raise shape_error("logits", "(B, T, V)，词表大小 V 至少为 1", logits.shape)
     keep = labels != IGNORE
     if not keep.any():
         raise ValueError(f"labels 全是 IGNORE（{IGNORE}）：没有一个位置算损失，平均值没有定义")
     if (labels[keep] < 0).any() or (labels[keep] >= logits.size(-1)).any():
         raise ValueError(f"labels 里的编号应在 0 到 V - 1 = {logits.size(-1) - 1} 之间（或等于 IGNORE = {IGNORE}）")
+    scored = logits[keep]  # (算损失的位置数, V)
+    if torch.isnan(scored).any() or (scored == float("inf")).any():
+        raise ValueError("logits 在算损失的位置上有 NaN 或 +inf：损失会是 NaN。先检查模型的输出"
+                         "（例如 float16 下数太大溢出了）")
 
 
 if __name__ == "__main__":

@@ -95,8 +95,10 @@ def merge_lora(model: nn.Module) -> nn.Module:
     """把每个 LoRALinear 换回普通的 nn.Linear，权重取 W + (alpha / r) · B A。就地修改并返回 model。
 
     合并之后模型里没有 LoRA 了：推理时和原来的结构一样，一次矩阵乘法，不多花时间。
+    合并出的层和它的基座层一样冻着（requires_grad 照抄基座层的）：整个模型这时没有要训练的参数，
+    要接着做全参数微调，先 model.requires_grad_(True)。
     """
-    check_model(model)
+    check_merge_args(model)  # 见文件末尾：model 本身不能就是一个 LoRALinear（它换不掉自己）
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if isinstance(child, LoRALinear):
@@ -107,6 +109,9 @@ def merge_lora(model: nn.Module) -> nn.Module:
                     merged.weight.copy_(base.weight + child.delta_weight())
                     if base.bias is not None:
                         merged.bias.copy_(base.bias)
+                merged.weight.requires_grad_(base.weight.requires_grad)  # 新建的层默认可训练：照基座层改回来
+                if base.bias is not None:
+                    merged.bias.requires_grad_(base.bias.requires_grad)
                 setattr(parent, name, merged)
     return model
 # --8<-- [end:add-lora]
@@ -121,8 +126,7 @@ def trainable_parameters(model: nn.Module) -> int:
 
 def lora_parameters(d_in: int, d_out: int, r: int) -> int:
     """一个 d_in → d_out 的线性层加秩为 r 的 LoRA：A 有 r × d_in 个数，B 有 d_out × r 个。"""
-    for name, value in (("d_in", d_in), ("d_out", d_out), ("r", r)):
-        check_int(name, value, minimum=1)
+    check_count_args(d_in, d_out, r)  # 和 LoRALinear 一样：r 不能超过 min(d_in, d_out)
     return r * (d_in + d_out)
 # --8<-- [end:count]
 
@@ -162,11 +166,27 @@ def check_lora_args(base: object, r: int, alpha: float) -> None:
     if not isinstance(base, nn.Linear):
         raise ValueError(f"base 应为 nn.Linear，收到 {type(base).__name__}：LoRA 加在线性层上")
     check_rank_alpha(r, alpha)
-    d_in, d_out = base.in_features, base.out_features
+    check_rank_fits(r, base.in_features, base.out_features)
+    check_float("base.weight", base.weight)
+
+
+def check_rank_fits(r: int, d_in: int, d_out: int) -> None:
     if r > min(d_in, d_out):
         raise ValueError(f"r = {r} 超过了 min(d_in, d_out) = {min(d_in, d_out)}（这一层是 {d_in} → {d_out}）："
                          "秩更大也不会更有表达力，参数却比原来的矩阵还多")
-    check_float("base.weight", base.weight)
+
+
+def check_count_args(d_in: int, d_out: int, r: int) -> None:
+    for name, value in (("d_in", d_in), ("d_out", d_out), ("r", r)):
+        check_int(name, value, minimum=1)
+    check_rank_fits(r, d_in, d_out)
+
+
+def check_merge_args(model: object) -> None:
+    check_model(model)
+    if isinstance(model, LoRALinear):
+        raise ValueError("model 本身就是一个 LoRALinear：merge_lora 把模型里的 LoRALinear 子层换成 nn.Linear，"
+                         "换不掉模型自己。单独一层请先包起来：merge_lora(nn.Sequential(layer))[0]")
 
 
 def check_lora_input(layer: LoRALinear, x: Tensor) -> None:
@@ -181,6 +201,9 @@ def check_lora_input(layer: LoRALinear, x: Tensor) -> None:
 def check_add_args(model: nn.Module, targets: Sequence[str], r: int, alpha: float) -> None:
     """targets 是非空的名字列表；每个名字在 model 里至少找到一个层，而且找到的都是 nn.Linear。"""
     check_model(model)
+    if isinstance(model, nn.Linear):
+        raise ValueError("model 本身就是一个 nn.Linear：add_lora 按名字替换模型里的子层，换不掉模型自己。"
+                         "单独一层请直接用 LoRALinear(layer, r, alpha)")
     if isinstance(targets, str) or not isinstance(targets, Sequence) or not targets \
             or not all(isinstance(t, str) and t for t in targets):
         raise ValueError(f"targets 应是层名的列表，例如 ('qkv', 'out')，收到 {targets!r}"

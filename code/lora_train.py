@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 
 import torch
 from acrostic import (
+    POEM_TOKENS,
     SFTData,
     acrostic_ok,
     build_sft_data,
@@ -31,8 +33,9 @@ from acrostic import (
     write_acrostics,
 )
 from gpt_from_scratch import load_poems, lr_at, pretrained_gpt, split_poems
+from kv_cache import generate
 from lora import add_lora, lora_layers, lora_state_dict, merge_lora, trainable_parameters
-from shapes import check_int, check_positive
+from shapes import check_int
 from tiny_transformer import TinyTransformer
 from tokenizer import CharTokenizer
 
@@ -51,11 +54,14 @@ class SFTSettings:
     seed: int = 0  # 决定 A 的初始值和取样本的顺序
     eval_every: int = 20  # 每隔多少步量一次验证集的损失（曲线用）
     curve_samples: int = 64  # 曲线只量验证集的前 64 条样本（省时间）；最后的成绩在全部样本上量
+    free_samples: int = 100  # 遗忘检查：不给藏头，只给一个换行，采样写 100 首，看格式还对不对
+    free_temperature: float = 0.8  # 和第一阶段写样本时的温度相同
+    free_seed: int = 0  # 采样的种子：每个模型用同一个，差别只来自模型
 
 
 METHODS = {"full": None, "lora-1": 1, "lora-4": 4, "lora-8": 8}  # 名字 → LoRA 的秩（None：全参数微调）
 LORA_TARGETS = ("qkv", "out")  # 每层注意力的 Q/K/V 投影（合在一个矩阵里）和输出投影
-LORA_ALPHA = 8.0  # 缩放系数 alpha / r：秩变了不用重新调学习率（Hu 等，2021）
+LORA_ALPHA = 8.0  # 缩放系数 alpha / r：换秩时少调一个量（Hu 等，2021）；秩大时学得慢些，见文中的 rsLoRA
 # --8<-- [end:settings]
 
 METHOD_LABELS = {"base": "基座模型", "full": "全参数微调", "lora-1": "LoRA r=1", "lora-4": "LoRA r=4",
@@ -137,30 +143,58 @@ def finetune(base: TinyTransformer, train: Any, held: Any, rank: int | None, s: 
 # --8<-- [end:finetune]
 
 
+# --8<-- [start:forgetting]
 @torch.no_grad()
-def evaluate_acrostics(model: TinyTransformer, tok: CharTokenizer, held: Any) -> dict[str, Any]:
-    """验证集上的四个数：SFT 损失、成功率（四句句首全对的比例）、句首命中率（逐句算）、格式正确的比例；外加写出的诗。"""
+def free_poems(model: TinyTransformer, tok: CharTokenizer, s: SFTSettings) -> tuple[str, list[str]]:
+    """遗忘检查：不要藏头，像第一阶段那样只给一个换行，看模型还会不会自己写一首五言绝句。
+
+    返回 (贪心解码写的一首, 按温度 s.free_temperature 采样写的 s.free_samples 首)，都截到第一个换行为止。
+    """
+    check_free_args(model, tok, s)
+    prompt = torch.tensor([tok.encode("\n")])
+    greedy = generate(model, prompt, POEM_TOKENS).tokens[0, 1:]  # code/kv_cache.py，带 KV 缓存
+    gen = torch.Generator().manual_seed(s.free_seed)
+    sampled = generate(model, prompt.repeat(s.free_samples, 1), POEM_TOKENS, do_sample=True,
+                       temperature=s.free_temperature, generator=gen).tokens[:, 1:]
+    return (tok.decode(greedy).split("\n")[0], [tok.decode(row).split("\n")[0] for row in sampled])
+# --8<-- [end:forgetting]
+
+
+@torch.no_grad()
+def evaluate_acrostics(model: TinyTransformer, tok: CharTokenizer, held: Any,
+                       s: SFTSettings | None = None) -> dict[str, Any]:
+    """验证集上的四个数：SFT 损失、成功率（四句句首全对的比例）、句首命中率（逐句算）、格式正确的比例；外加写出的诗。
+
+    还有遗忘检查（free_poems）：只给换行时，采样写出的诗里格式正确的比例（free_well_formed）。s 默认是 SFTSettings()。
+    """
+    s = SFTSettings() if s is None else s
+    check_evaluate_args(held, s)
     poems, head_probs = write_acrostics(model, tok, held.heads)
     ok = [acrostic_ok(h, p) for h, p in zip(held.heads, poems, strict=True)]
     hits = [head_hits(h, p) for h, p in zip(held.heads, poems, strict=True)]
+    free_greedy, free = free_poems(model, tok, s)
     return {"held_out": held_out_sft_loss(model, held), "success": sum(ok) / len(ok),
             "line_hits": sum(hits) / (4 * len(hits)), "well_formed": sum(map(well_formed, poems)) / len(poems),
-            "poems": poems, "head_probs": head_probs}
+            "poems": poems, "head_probs": head_probs,
+            "free_well_formed": sum(map(well_formed, free)) / len(free), "free_greedy": free_greedy,
+            "free_poems": free}
 
 
 # --8<-- [start:compare]
 def compare_finetuning(s: SFTSettings | None = None) -> dict[str, Any]:
     """基座模型和四种微调，各在验证集的藏头上评估一次。"""
-    s = s or SFTSettings()
+    s = SFTSettings() if s is None else s
+    check_settings(s)  # 在读取（或训练）基座模型之前
     base, tok = base_model()
     train_poems, held_poems = poem_lists()
     train, held = build_sft_data(train_poems, tok), build_sft_data(held_poems, tok)
-    runs: dict[str, dict[str, Any]] = {"base": {"rank": None, "trainable": 0, **evaluate_acrostics(base, tok, held)}}
+    runs: dict[str, dict[str, Any]] = {"base": {"rank": None, "trainable": 0,
+                                                **evaluate_acrostics(base, tok, held, s)}}
     for name, rank in METHODS.items():
         model, history = finetune(base, train, held, rank, s)
         runs[name] = {"rank": rank, "trainable": trainable_parameters(model), "history": history,
                       "state": model.state_dict() if rank is None else lora_state_dict(model),
-                      **evaluate_acrostics(model, tok, held)}
+                      **evaluate_acrostics(model, tok, held, s)}
     return {"runs": runs, "settings": s, "chars": tok.chars, "heads": held.heads,
             "n_train": train.inputs.size(0), "total_params": sum(p.numel() for p in base.parameters())}
 # --8<-- [end:compare]
@@ -188,6 +222,8 @@ def save_finetuning(path: str | Path, result: dict[str, Any]) -> None:
 
 def load_finetuning(path: str | Path) -> dict[str, Any]:
     """读回 save_finetuning 存的文件（模型的参数留在 runs[名字]["state"] 里，用 finetuned_model 重建）。"""
+    if not isinstance(path, (str, Path)):
+        raise ValueError(f"path 应是文件路径（str 或 pathlib.Path），收到 {type(path).__name__}")
     if not Path(path).is_file():
         raise ValueError(f"path 应是 save_finetuning 存下的文件，但找不到 {path}")
     data = torch.load(path, weights_only=True)
@@ -254,10 +290,9 @@ def save_acrostic_gpt(path: str | Path, model: TinyTransformer, tok: CharTokeniz
 
 
 def summary(result: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """每种方法一行：可训练参数、验证集 SFT 损失、成功率、句首命中率。"""
+    """每种方法一行：可训练参数、验证集 SFT 损失、成功率、句首命中率、格式正确的比例、遗忘检查里格式正确的比例。"""
     check_result(result)
-    return {name: {key: run[key] for key in ("trainable", "held_out", "success", "line_hits", "well_formed")}
-            for name, run in result["runs"].items()}
+    return {name: {key: run[key] for key in RUN_KEYS[1:]} for name, run in result["runs"].items()}
 
 
 # ---------- 参数检查：不在文章里展示 ----------
@@ -277,15 +312,39 @@ def check_finetune_args(base: object, train: object, held: object, rank: int | N
     check_sft_data("held", held)
     if rank is not None:
         check_int("rank", rank, minimum=1)
+    check_settings(s)
+
+
+def check_settings(s: object) -> None:
     if not isinstance(s, SFTSettings):
         raise ValueError(f"s 应为 SFTSettings，收到 {type(s).__name__}")
-    for name in ("steps", "batch_size", "warmup", "eval_every", "curve_samples"):
+    for name in ("steps", "batch_size", "warmup", "eval_every", "curve_samples", "free_samples"):
         check_int(name, getattr(s, name), minimum=1)
     check_int("seed", s.seed)
-    for name in ("full_lr", "lora_lr", "clip"):
-        check_positive(name, getattr(s, name))
+    check_int("free_seed", s.free_seed)
+    for name in ("full_lr", "lora_lr", "free_temperature", "clip"):
+        value = getattr(s, name)
+        finite = name != "clip"  # clip = inf 就是不裁剪
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value <= 0
+                or (finite and math.isinf(value))):
+            raise ValueError(f"{name} 应为{'有限的' if finite else ''}正数，收到 {value!r}")
     if s.warmup >= s.steps:
         raise ValueError(f"warmup = {s.warmup} 应小于 steps = {s.steps}")
+
+
+def check_free_args(model: object, tok: object, s: object) -> None:
+    if not isinstance(model, TinyTransformer):
+        raise ValueError(f"model 应为 TinyTransformer（例如 finetuned_model 重建的模型），收到 {type(model).__name__}")
+    if not isinstance(tok, CharTokenizer):
+        raise ValueError(f"tok 应为 CharTokenizer（code/tokenizer.py），收到 {type(tok).__name__}")
+    if "\n" not in tok.char_to_id or model.cfg.vocab_size != tok.vocab_size:
+        raise ValueError("model 和 tok 应是唐诗 GPT 配套的一对：词表大小相同，换行在词表里")
+    check_settings(s)  # 上下文够不够长，generate 会检查
+
+
+def check_evaluate_args(held: object, s: object) -> None:
+    check_sft_data("held", held)
+    check_settings(s)
 
 
 def check_held_out_args(model: object, data: object, n: int | None) -> None:
@@ -297,7 +356,8 @@ def check_held_out_args(model: object, data: object, n: int | None) -> None:
 
 
 RESULT_KEYS = ("runs", "settings", "chars", "heads", "n_train", "total_params")  # compare_finetuning 返回的各项
-RUN_KEYS = ("rank", "trainable", "held_out", "success", "line_hits", "well_formed")  # 每种方法都有；微调过的还有 state
+RUN_KEYS = ("rank", "trainable", "held_out", "success", "line_hits", "well_formed",
+            "free_well_formed")  # 每种方法都有；微调过的还有 state
 
 
 def check_result(result: object) -> None:
@@ -338,4 +398,5 @@ if __name__ == "__main__":
     print(f"训练样本 {result['n_train']} 条，验证集藏头 {len(result['heads'])} 组；用时 {seconds:.1f} s")
     for name, row in summary(result).items():
         print(f"  {METHOD_LABELS[name]:<8} 可训练参数 {row['trainable']:>7,}  验证集损失 {row['held_out']:.3f}  "
-              f"格式正确 {row['well_formed']:.1%}  藏头成功 {row['success']:.1%}  句首命中 {row['line_hits']:.1%}")
+              f"格式正确 {row['well_formed']:.1%}  藏头成功 {row['success']:.1%}  句首命中 {row['line_hits']:.1%}  "
+              f"只给换行时格式正确 {row['free_well_formed']:.0%}")

@@ -9,7 +9,7 @@
 # %% [markdown]
 # # 动手实验：SFT 与 LoRA
 #
-# 这个实验配合文章[《微调：SFT 与 LoRA——教模型写藏头诗》](../articles/lora-finetune.md)阅读。文章从唐诗语料里造出藏头诗的指令数据，只在回答上算损失，再用全参数微调和 LoRA 教第一阶段的唐诗 GPT 按要求藏头。这里亲手检验四件事：LoRA 刚加上时模型一点不变；低秩的旁路能学会多大秩的改动；合并之后输出不变；只在回答上算的损失是怎样一个掩码。最后读取文章里微调好的模型，让它们给你选的四个字写藏头诗。
+# 这个实验配合文章[《微调：SFT 与 LoRA——教模型写藏头诗》](../articles/lora-finetune.md)阅读。文章从唐诗语料里造出藏头诗的指令数据，只在回答上算损失，再用全参数微调和 LoRA 教第一阶段的唐诗 GPT 按要求藏头。这里亲手检验四件事：LoRA 刚加上时模型一点不变；低秩的旁路能学会多大秩的改动；合并之后输出不变；只在回答上算的损失是怎样一个掩码。最后读取文章里微调好的模型，让它们给你选的四个字写藏头诗，再看它们还会不会像微调前那样，只给一个换行就写出一首诗。
 #
 # 页面上的数字和图都是构建网站时实际运行得到的（随机种子固定），结论句由程序按算出来的数字生成。从页面上下载的 Notebook 放在任意一个空文件夹里就能运行，只需要装好 torch、numpy 和 matplotlib：它的第一格会把用到的代码文件写到旁边的 `llm_code/` 目录里（没有构建网站时的缓存，它会先训练基座模型、再做文章里的微调，要多等一会儿）。
 
@@ -150,12 +150,12 @@ print(f"sft_loss = {ours:.6f}，F.cross_entropy(ignore_index=-100) = {reference:
 # %% [markdown]
 # ## 5. 文章里的模型：给你选的四个字写藏头诗
 #
-# 先看文章里的结果（构建网站时训练、在验证集的藏头上评估），再让基座模型、LoRA r=4 和全参数微调的模型写几首。藏头的字要在词表里（语料是繁体字）；想换就改下面的 `my_heads`。
+# 先看文章里的结果（构建网站时训练、在验证集的藏头上评估），再让基座模型、LoRA r=4 和全参数微调的模型写几首。藏头的字要在词表里（语料是繁体字）；想换就改下面的 `my_heads`。最后一列是文章里的遗忘检查：不给藏头，只给一个换行，采样写的诗里格式正确的比例。
 
 # %%
 for name, row in summary(result).items():
     print(f"{METHOD_LABELS[name]:<8} 可训练参数 {row['trainable']:>7,}  验证集 SFT 损失 {row['held_out']:.3f}  "
-          f"成功率 {row['success']:.1%}")
+          f"成功率 {row['success']:.1%}  只给换行时格式正确 {row['free_well_formed']:.0%}")
 
 my_heads = ["春夏秋冬", "山水風月", "明月千里"]
 for name in ("base", "lora-4", "full"):
@@ -164,11 +164,12 @@ for name in ("base", "lora-4", "full"):
     print(f"\n{METHOD_LABELS[name]}：")
     for heads, poem in zip(my_heads, poems, strict=True):
         print(f"  藏头「{heads}」 {poem}  {'✓ 藏住了' if acrostic_ok(heads, poem) else '✗ 没藏住'}")
+    print(f"  只给换行，贪心解码写的：{result['runs'][name]['free_greedy']}")
 
 # %% [markdown]
 # ## 6. 自己试试
 #
 # - 把第 2 节的目标改动换成秩为 4，再看 r = 1、2、4 的误差。
 # - 只在 qkv 上加 LoRA，数一数可训练参数：先 `from lora import add_lora`，取一份还没加过 LoRA 的基座模型 `m, _ = finetuned_model(result, "base")`（第 4 节的 `model` 已经加过 LoRA，同一个模型不能再加一次），再 `add_lora(m, ("qkv",), r=4, alpha=8)`，用 `trainable_parameters(m)` 数。再加上前馈网络的 `up`、`down` 呢？（每换一种加法，都重新取一份基座模型。）
-# - 文章里的模型一首也没藏住：80 步只够学会格式。用 `lora_train` 里的 `finetune` 和 `evaluate_acrostics` 自己微调一次 LoRA r=4，把 `SFTSettings` 的 `steps` 加到几百步，看句首命中率（`line_hits`）会不会涨；再和同样步数的全参数微调（`rank=None`）比一比。
+# - 文章里的模型一首也没藏住。是 80 步太少，还是这个小模型怎样训练都学不会？文章只是猜前者，没有验证。用 `lora_train` 里的 `finetune` 和 `evaluate_acrostics` 自己微调一次 LoRA r=4（数据用 `build_sft_data(poem_lists()[0], tok)` 和 `build_sft_data(held_poems, tok)`），把 `SFTSettings` 的 `steps` 加到几百步，看句首命中率（`line_hits`）会不会涨；再和同样步数的全参数微调（`rank=None`）比一比。顺便看看遗忘检查的 `free_well_formed`：训练得越久，它从换行写诗的本领丢得越多吗？
 # - 在第 5 节换几组藏头，挑一个基座模型几乎没见过的字（比如只在语料里出现两三次的字）做句首，写出的诗有什么不同？

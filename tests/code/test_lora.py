@@ -223,6 +223,13 @@ def test_cached_generation_works_through_lora_layers() -> None:
     (lambda m: add_lora("model", ("qkv",), r=4, alpha=8), "nn.Module"),
     (lambda m: LoRALinear(nn.Conv1d(4, 4, 1), r=1, alpha=1), "nn.Linear"),
     (lambda m: merge_lora(None), "nn.Module"),
+    # 以下是新加的检查：以前 lora_parameters(64, 64, 100) 返回 12800（LoRALinear 却不接受这个秩），
+    # merge_lora 对单独一层什么也不做、原样返回 LoRALinear，add_lora 对单独一层报「没有名为 weight 的层」
+    (lambda m: lora_parameters(64, 64, 100), "r = 100 超过了 min\\(d_in, d_out\\) = 64"),
+    (lambda m: lora_parameters(64, 192, 65), "min\\(d_in, d_out\\) = 64"),
+    (lambda m: lora_parameters(64.0, 64, 2), "d_in 应为整数"),
+    (lambda m: merge_lora(LoRALinear(nn.Linear(4, 4), r=2, alpha=4)), "本身就是一个 LoRALinear"),
+    (lambda m: add_lora(nn.Linear(4, 4), ("weight",), r=2, alpha=4), "本身就是一个 nn.Linear"),
 ])
 def test_wrong_arguments_raise_value_error(call, fragment) -> None:
     with pytest.raises(ValueError, match=fragment):
@@ -243,3 +250,43 @@ def test_adding_twice_and_wrong_inputs_raise_value_error() -> None:
         layer(torch.ones(2, 5, 64, dtype=torch.long))
     with pytest.raises(ValueError, match="dtype"):
         layer(torch.randn(2, 5, 64, dtype=F64))
+
+
+def test_merged_layers_stay_frozen_like_their_base() -> None:
+    """K2：合并出的 nn.Linear 照抄基座层的 requires_grad。以前它们是新建的层，默认可训练：
+    合并后 trainable_parameters 是 66,560（8 个 qkv、out 层连偏置），既不是 0 也不是全部参数。"""
+    model = tang_gpt()
+    add_lora(model, ("qkv", "out"), r=4, alpha=8)
+    randomize_b(model)
+    merge_lora(model)
+    assert not lora_layers(model)
+    assert trainable_parameters(model) == 0
+    assert all(not p.requires_grad for p in model.parameters())
+    model.requires_grad_(True)  # 要接着全参数微调，照 docstring 说的打开
+    assert trainable_parameters(model) == sum(p.numel() for p in tang_gpt().parameters())
+
+
+def test_merge_copies_requires_grad_of_a_trainable_base() -> None:
+    """基座层要是又被打开训练了（LoRALinear 默认冻住它），合并出的层也可训练；偏置单独照抄。"""
+    layer = LoRALinear(nn.Linear(6, 5), r=2, alpha=4)
+    layer.base.weight.requires_grad_(True)
+    merged = merge_lora(nn.Sequential(layer))[0]
+    assert merged.weight.requires_grad and not merged.bias.requires_grad
+
+
+def test_lora_parameters_agrees_with_the_layers_it_counts() -> None:
+    """lora_parameters 接受的秩，LoRALinear 也接受，而且数出来一样多；最大的秩是 min(d_in, d_out)。"""
+    for d_in, d_out, r in ((64, 192, 64), (64, 64, 1), (3, 5, 3)):
+        layer = LoRALinear(nn.Linear(d_in, d_out), r=r, alpha=1)
+        assert lora_parameters(d_in, d_out, r) == trainable_parameters(layer)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_layers_work(dtype) -> None:
+    """float16、bfloat16 的层：旁路和基座层用同一种精度，B = 0 时输出和基座层一样；空的一批也行。"""
+    base = nn.Linear(8, 6).to(dtype)
+    layer = LoRALinear(base, r=2, alpha=4)
+    x = torch.randn(3, 8).to(dtype)
+    with torch.no_grad():
+        assert layer(x).dtype == dtype and torch.equal(layer(x), base(x))
+        assert layer(torch.empty(0, 8, dtype=dtype)).shape == (0, 6)

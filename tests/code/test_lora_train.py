@@ -19,12 +19,14 @@ import torch
 import torch.nn.functional as F
 from acrostic import (
     IGNORE,
+    POEM_TOKENS,
     SFTData,
     acrostic_ok,
     acrostic_prompt,
     build_sft_data,
     head_hits,
     line_heads,
+    playground_task,
     sft_loss,
     trim_batch,
     usable,
@@ -37,9 +39,11 @@ from lora import lora_layers
 from lora_train import (
     METHODS,
     SFTSettings,
+    compare_finetuning,
     evaluate_acrostics,
     finetune,
     finetuned_model,
+    free_poems,
     held_out_sft_loss,
     load_finetuning,
     poem_lists,
@@ -160,6 +164,43 @@ def test_write_acrostics_is_plain_greedy_decoding() -> None:
         write_acrostics(model, t, ["𣇉夏秋冬"])
 
 
+def scripted_gpt(script: str, prompt_len: int) -> TinyTransformer:
+    """一个不看输入、照着 script 写的唐诗 GPT：第 prompt_len + k - 1 个位置预测 script[k]（贪心解码的第 k 步）。
+
+    只留位置嵌入（第 p 个位置是第 p 个坐标轴上的 1），注意力和前馈网络的输出都是 0；
+    输出层把第 p 个坐标轴接到 script 在那一步的字上。其余的字概率很小，但不是 0。
+    """
+    t = tok()
+    model = random_gpt()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.fill_(1.0 if name.endswith(("ln.weight", "ln_f.weight", "mlp.0.weight")) else 0.0)
+        model.pos.embedding.weight.copy_(torch.eye(64))
+        for k, c in enumerate(script):
+            model.unembed.weight[t.char_to_id[c], prompt_len + k - 1] = 1.0
+    return model.eval()
+
+
+def test_head_probabilities_stop_at_the_first_newline() -> None:
+    """W2：模型写了「山水。」就换行，之后又接着写了几句。句首概率只量换行之前：
+    第 1 句在第 0 步，第 2 句在「。」之后的第 3 步（模型在那一步写了换行），第 3、4 句没写出来，记为 0。
+    以前的代码把换行后面那首诗里的句首也量了进来，第 3、4 列不是 0。"""
+    t = tok()
+    heads = "山風雲月"
+    prompt_len = len(t.encode(acrostic_prompt(heads)))
+    script = ("山水。\n山，山人不見人。不知日日暮，山水不見人。" * 2)[:POEM_TOKENS]
+    model = scripted_gpt(script, prompt_len)
+    poems, probs = write_acrostics(model, t, [heads])
+    assert poems == ["山水。"]
+    with torch.no_grad():
+        ids = t.encode(acrostic_prompt(heads)) + t.encode(script)
+        step = model(torch.tensor([ids]))[0, prompt_len - 1:].softmax(-1)  # 第 k 行是第 k 步的分布
+    assert probs[0, 0].item() == pytest.approx(step[0, t.char_to_id["山"]].item(), rel=1e-5)
+    assert probs[0, 1].item() == pytest.approx(step[3, t.char_to_id["風"]].item(), rel=1e-5)
+    assert 0 < probs[0, 1] < 0.01  # 第 3 步模型写的是换行，要求的「風」只分到一点点
+    assert probs[0, 2:].tolist() == [0.0, 0.0]
+
+
 # --------------------------------------------------------------------------- fine-tuning
 
 
@@ -271,9 +312,156 @@ def test_checks_added_for_learners(call, fragment) -> None:
         call()
 
 
+def labels_of(*rows: list[int]) -> torch.Tensor:
+    return torch.tensor(rows)
+
+
+def reference_loss(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    """PyTorch 的交叉熵（float32 算），当作标准答案。"""
+    return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), labels.long().reshape(-1),
+                           ignore_index=IGNORE).item()
+
+
+def test_sft_loss_ignores_minus_infinity_at_unscored_positions() -> None:
+    """K5：不算的位置上有 -inf（比如被屏蔽的词），以前 -inf × 0 得到 NaN，F.cross_entropy 得到 ln 5。"""
+    logits = torch.zeros(1, 2, 5)
+    logits[0, 0, 0] = float("-inf")
+    labels = labels_of([IGNORE, 3])
+    assert sft_loss(logits, labels).item() == pytest.approx(reference_loss(logits, labels), abs=1e-6)
+    assert sft_loss(logits, labels).item() == pytest.approx(torch.log(torch.tensor(5.0)).item(), abs=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
+def test_sft_loss_takes_any_integer_labels(dtype) -> None:
+    """以前 int8、int16 的 labels 让 gather 抛出 RuntimeError。"""
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(2, 3, 7, generator=gen)
+    labels = labels_of([IGNORE, 1, 2], [3, 4, IGNORE])
+    assert sft_loss(logits, labels.to(dtype)).item() == pytest.approx(reference_loss(logits, labels), abs=1e-6)
+
+
+def test_sft_loss_takes_uint8_labels_without_ignored_positions() -> None:
+    """uint8 放不下 -100：没有不算的位置时，照样算出所有位置的平均。"""
+    logits = torch.randn(2, 3, 7, generator=torch.Generator().manual_seed(1))
+    labels = labels_of([0, 1, 2], [3, 4, 6])
+    assert sft_loss(logits, labels.to(torch.uint8)).item() == pytest.approx(reference_loss(logits, labels), abs=1e-6)
+
+
+@pytest.mark.parametrize(("dtype", "scale"), [
+    (torch.float16, 1e-6), (torch.float16, 1.0), (torch.float16, 1.5e4),
+    (torch.bfloat16, 1e-6), (torch.bfloat16, 1.0), (torch.bfloat16, 3e4), (torch.bfloat16, 1e30),
+])
+def test_sft_loss_on_half_precision_logits_is_computed_in_float32(dtype, scale) -> None:
+    """float16、bfloat16 的 logits：分数很小（几乎相同）或很大（相差超过 float16 的上限 65504）时，
+    结果和把同样的 logits 换成 float32 再算的交叉熵一样。以前在 float16 里算 log_softmax、求和，
+    float16 的 2e4 得到 inf，bfloat16 的 3e4 差了 0.2%。"""
+    gen = torch.Generator().manual_seed(2)
+    logits = (torch.randn(4, 6, 7, generator=gen) * scale).to(dtype)
+    assert logits.isfinite().all()  # 输入本身没有溢出
+    labels = torch.randint(0, 7, (4, 6), generator=gen)
+    labels[:, :2] = IGNORE
+    loss = sft_loss(logits, labels)
+    assert loss.dtype == torch.float32
+    assert loss.item() == pytest.approx(reference_loss(logits, labels), rel=1e-6)
+
+
+def test_sft_loss_keeps_float64() -> None:
+    logits = torch.randn(2, 3, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    labels = labels_of([IGNORE, 1, 2], [3, 4, IGNORE])
+    reference = F.cross_entropy(logits.reshape(-1, 7), labels.reshape(-1), ignore_index=IGNORE)
+    loss = sft_loss(logits, labels)
+    assert loss.dtype == torch.float64 and abs(loss.item() - reference.item()) < 1e-12
+
+
+@pytest.mark.parametrize(("call", "fragment"), [
+    (lambda: sft_loss(torch.randn(0, 3, 5), ids(0, 3)), "B 和 T 至少为 1"),
+    (lambda: sft_loss(torch.randn(2, 0, 5), ids(2, 0)), "B 和 T 至少为 1"),
+    (lambda: sft_loss(torch.randn(2, 3, 0), ids(2, 3)), "词表大小 V 至少为 1"),
+    (lambda: sft_loss(torch.full((1, 2, 5), float("nan")), labels_of([1, 2])), "NaN 或 \\+inf"),
+    (lambda: sft_loss(torch.tensor([[[float("inf"), 0.0, 0.0]]]), labels_of([1])), "NaN 或 \\+inf"),
+    (lambda: sft_loss(torch.randn(1, 2, 5), torch.ones(1, 2, dtype=torch.bool)), "labels 应为整数张量"),
+    (lambda: trim_batch(ids(2, 3), torch.ones(2, 3)), "labels 应为整数张量"),
+    (lambda: trim_batch(torch.zeros(2, 3), ids(2, 3)), "inputs 应为整数张量"),
+    (lambda: acrostic_prompt("ABCD"), "heads 应是 4 个字的字符串（4 个汉字"),
+    (lambda: acrostic_prompt("春 夏秋"), "不含标点、空格"),
+    (lambda: acrostic_prompt("春！夏秋"), "不含标点"),
+    (lambda: acrostic_prompt(["春夏秋冬"]), "只要一组藏头"),
+    (lambda: playground_task("ABCD"), "4 个汉字"),
+    (lambda: head_hits("春夏", POEM), "heads 应是 4 个字"),
+    (lambda: acrostic_ok("四一送", POEM), "heads 应是 4 个字"),
+    (lambda: write_acrostics(random_gpt(), tok(), "春夏秋冬"), "只写一组也请放进列表"),
+    (lambda: evaluate_acrostics(random_gpt(), tok(), None), "held 应为 SFTData"),
+    (lambda: evaluate_acrostics(random_gpt(), tok(), small_data()[1], s="fast"), "s 应为 SFTSettings"),
+    (lambda: finetune(random_gpt(), *small_data(), rank=4, s=replace(TINY, lora_lr="1e-3")), "lora_lr 应为有限的正数"),
+    (lambda: finetune(random_gpt(), *small_data(), rank=4, s=replace(TINY, full_lr=float("nan"))), "full_lr"),
+    (lambda: finetune(random_gpt(), *small_data(), rank=4, s=replace(TINY, seed=1.5)), "seed 应为整数"),
+    (lambda: free_poems(random_gpt(), tok(), replace(TINY, free_temperature=0.0)), "free_temperature"),
+    (lambda: free_poems(torch.nn.Linear(2, 2), tok(), TINY), "model 应为 TinyTransformer"),
+    (lambda: free_poems(random_gpt(), None, TINY), "tok 应为 CharTokenizer"),
+    (lambda: free_poems(TinyTransformer(poem_config(tok().vocab_size + 1)), tok(), TINY), "配套的一对"),
+    (lambda: load_finetuning(123), "path 应是文件路径"),
+])
+def test_careless_inputs_get_a_clear_message(call, fragment) -> None:
+    """以前这些输入抛出 RuntimeError、TypeError、AttributeError，返回 NaN，报的原因不对（空的一批说成「全是 IGNORE」），
+    或者不报错（「ABCD」当藏头、两个字的藏头算出 0 句命中）；compare_finetuning("fast") 还会先去训练基座模型。"""
+    with pytest.raises(ValueError, match=fragment):
+        call()
+
+
+@pytest.mark.parametrize(("s", "fragment"), [(lambda: "fast", "s 应为 SFTSettings"),
+                                              (lambda: replace(TINY, free_samples=0), "free_samples 应为不小于 1")])
+def test_compare_checks_its_settings_before_loading_the_base_model(monkeypatch, s, fragment) -> None:
+    """以前 compare_finetuning("fast") 先读取（没有缓存时先训练）基座模型，到 finetune 才报错。"""
+    import lora_train
+
+    def no_base_model():
+        raise AssertionError("读取基座模型之前就该报错")
+
+    monkeypatch.setattr(lora_train, "base_model", no_base_model)
+    with pytest.raises(ValueError, match=fragment):
+        compare_finetuning(s())
+
+
+def test_rare_hanzi_are_heads_too() -> None:
+    """扩展区的汉字（这里是 U+231C9）也是汉字：提示照样造得出来，只是它不在词表里，写藏头时会被拒绝。"""
+    assert acrostic_prompt("𣇉夏秋冬") == "藏头：𣇉夏秋冬\n"
+
+
+# --------------------------------------------------------------------------- forgetting
+
+
+def test_free_poems_are_plain_sampling_from_a_newline() -> None:
+    """free_poems 带 KV 缓存；这里不带缓存，每一步把整个序列送进模型，按温度 0.8 用同一个种子抽样，写出的应当一样。"""
+    t, model = tok(), random_gpt(1)
+    s = replace(TINY, free_samples=6, free_temperature=0.8, free_seed=5)
+    greedy, sampled = free_poems(model, t, s)
+    seqs = torch.tensor([t.encode("\n")] * 6)
+    plain = torch.tensor([t.encode("\n")])
+    gen = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for _ in range(POEM_TOKENS):
+            probs = (model(seqs)[:, -1] / 0.8).softmax(-1)
+            seqs = torch.cat([seqs, torch.multinomial(probs, 1, generator=gen)], dim=1)
+            plain = torch.cat([plain, model(plain)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert sampled == [t.decode(row[1:]).split("\n")[0] for row in seqs]
+    assert greedy == t.decode(plain[0, 1:]).split("\n")[0]
+    assert free_poems(model, t, s) == (greedy, sampled)  # 同一个种子，同样的诗
+
+
+def test_evaluate_counts_well_formed_free_poems() -> None:
+    t = tok()
+    model = finetune(random_gpt(), *small_data(), rank=4, s=TINY)[0]
+    s = replace(TINY, free_samples=8)
+    row = evaluate_acrostics(model, t, small_data()[1], s)
+    greedy, sampled = free_poems(model, t, s)
+    assert row["free_poems"] == sampled and row["free_greedy"] == greedy
+    assert row["free_well_formed"] == sum(map(well_formed, sampled)) / 8
+
+
 def result_like(**changes):
     """不训练、手写的一份 compare_finetuning 结果：只有基座模型一行（summary、save_finetuning 够用了）。"""
-    run = {"rank": None, "trainable": 0, "held_out": 5.0, "success": 0.0, "line_hits": 0.25, "well_formed": 0.5}
+    run = {"rank": None, "trainable": 0, "held_out": 5.0, "success": 0.0, "line_hits": 0.25, "well_formed": 0.5,
+           "free_well_formed": 0.6}
     return {"runs": {"base": run}, "settings": TINY, "chars": tok().chars, "heads": ["四一送迎"], "n_train": 64,
             "total_params": 1} | changes
 
@@ -304,7 +492,7 @@ def test_result_is_checked(call, fragment) -> None:
 
 def test_hand_written_result_still_works(tmp_path) -> None:
     assert summary(result_like())["base"] == {"trainable": 0, "held_out": 5.0, "success": 0.0, "line_hits": 0.25,
-                                               "well_formed": 0.5}
+                                               "well_formed": 0.5, "free_well_formed": 0.6}
     save_finetuning(tmp_path / "ft.pt", result_like())
     assert load_finetuning(tmp_path / "ft.pt")["runs"]["base"]["held_out"] == 5.0
 
