@@ -517,6 +517,8 @@ CLAIMS = [
           rf"能省下 {N} 个参数（\$3009\\times 64\$ 的矩阵加上 3009 个偏置），约占全部参数的三分之一",
           lambda stated: approx(lambda: param_counts()["out"], exact=True)(stated) or (
               None if fact_tying_saves_a_third() else "not a 3009 x 64 matrix and its bias, or not a third")),
+    Claim("parameters in 万", "article", r"一个约 (\d+) 万参数的模型",
+          approx(lambda: param_counts()["total"] / 10_000)),
     Claim("untied", "article", r"输出层没有和词嵌入共用权重",
           holds(lambda: trained()[0].unembed.weight.data_ptr() != trained()[0].embed.weight.data_ptr())),
     Claim("Unicode", "article",

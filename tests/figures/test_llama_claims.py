@@ -525,6 +525,8 @@ CLAIMS = [
           r"只训练 75 步、每步 8 段，每段 64 个词元。第一阶段是 300 步、每步 16 段，"
           r"这里的词元数只有它的八分之一",
           holds(lambda: fact_token_ratio() and fact_same_recipe())),
+    Claim("runs", "article", r"(\d+) 次训练要在构建网站时跑完",
+          approx(lambda: sum(len(result()["runs"][kind]) for kind in ("gpt", "llama")), exact=True)),
     Claim("windows", "article", rf"段与段不重叠，一共 {N} 段", approx(lambda: len(final_windows()), exact=True)),
     Claim("window starts", "article", r"从验证集的第 2、5、8……首诗开头（连同它前面那个换行）各截一段",
           holds(fact_windows_start)),

@@ -34,6 +34,7 @@ from tests.conftest import computed_once
 
 from . import claims
 from .claims import Claim, approx, below_power_of_ten, holds
+from .test_gpt_claims import check_split_rule
 
 pytestmark = pytest.mark.usefixtures("trained_artifacts", "one_thread")
 
@@ -566,6 +567,9 @@ def fact_all_linear() -> bool:
 
 
 CLAIMS: list[Claim] = [
+    Claim("split rule", "article", r"每 (\d+) 首诗留 (\d+) 首作验证集", check_split_rule),
+    Claim("the guessed budget is the run's", "article", r"我们猜 (\d+) 步、每步 (\d+) 条样本",
+          approx(lambda: lora_train.SFTSettings().steps, lambda: lora_train.SFTSettings().batch_size, exact=True)),
     Claim("first poem", "article",
           r"语料的第一首是「四時運灰琯，一夕變冬春。送寒餘雪盡，迎歲早梅新。」，它的藏头是「四一送迎」",
           holds(first_poem_heads)),
