@@ -1,10 +1,10 @@
-"""Articles: front matter schema, validation and the site-wide index."""
+"""Articles: front matter schema, validation and the site-wide index (the record of one article: ``model.py``)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from llmsite.content import frontmatter, plaintext, readtime, snippets
 from llmsite.content.catalog import Author, Route, load_authors, load_route, load_tags
 from llmsite.content.checks import Context, Document, check_document
 from llmsite.content.memo import ArticleMemo, Loaded, MemoRun
+from llmsite.content.model import ARTICLES_DIR, Article
 from llmsite.paths import DOCS, ROOT, rel
 from llmsite.problems import Problem
 
@@ -20,31 +21,7 @@ SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 REQUIRED = ("title", "description", "author", "date", "tags")
 OPTIONAL = ("readtime", "comments", "hide", "search", "image")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
-ARTICLES_DIR = "articles"
 LISTING = "index.md"
-
-
-@dataclass
-class Article:
-    slug: str
-    src_uri: str  # relative to docs/, e.g. "articles/transformer-attention.md"
-    title: str
-    description: str
-    author: Author
-    date: dt.date
-    tags: list[str]
-    readtime: int
-    comments: bool = True
-    labs: list[str] = field(default_factory=list)
-    stage: int = 0
-    position: int = 0  # index in the route order
-    prev: str | None = None
-    next: str | None = None
-
-    @property
-    def url(self) -> str:
-        """Site-relative URL with directory URLs (``articles/<slug>/``)."""
-        return f"{ARTICLES_DIR}/{self.slug}/"
 
 
 @dataclass

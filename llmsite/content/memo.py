@@ -63,13 +63,13 @@ from typing import TYPE_CHECKING, Any
 from llmsite import atomic
 from llmsite.content import snippets
 from llmsite.figures.registry import FIGURES_DIR
-from llmsite.labs import LABS_DIR
+from llmsite.labs.sources import LABS_DIR
 from llmsite.problems import Problem
 
 if TYPE_CHECKING:
-    from llmsite.content.articles import Article
     from llmsite.content.catalog import Author
     from llmsite.content.checks import Context
+    from llmsite.content.model import Article
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,14 @@
 """What a build derives from a lab's cache entry, stored in the entry, so that a warm build only reads files.
 
-A committed entry (``llmsite.labs``) never changes, but two things were derived from it on every build:
+A committed entry (``labs/execute.py``) never changes, but two things were derived from it on every build:
 
 - the page with its plots as files of their own (``labs/images.py``): stored as ``extracted-<version>/``
   (``page.html`` with the images' placeholders, ``images.json`` naming the image files in page order, the image
   files), ``<version>`` being a digest of ``images.py``, so that a change in how images are taken out is seen;
-- the notebook offered for download (``labs.published``), which carries the ``code/`` files the lab imports as
-  they are *now* (a comment edited there changes the download, not the lab's key): stored as
+- the notebook offered for download (``labs/download.py``: ``published``), which carries the ``code/`` files the
+  lab imports as they are *now* (a comment edited there changes the download, not the lab's key): stored as
   ``published-<digest>.ipynb``, the digest covering the bundled files' names and bytes and the source of
-  ``labs/__init__.py``, which writes that cell.
+  ``labs/download.py``, which writes that cell, and of ``labs/notebook.py``, which gives the cells their ids.
 
 The lab worker stores both in the entry when it executes the lab (``prepare``); a build stores what is missing
 (an entry from before this module, a comment edited in ``code/``) the first time it needs it. Each is written
@@ -27,14 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmsite import atomic, labs
+from llmsite import atomic
 from llmsite import cache as build_cache
+from llmsite.labs import download as lab_download
 from llmsite.labs import images as lab_images
+from llmsite.labs import notebook as lab_notebook
 from llmsite.labs import page as lab_page
+from llmsite.labs.sources import LABS_DIR, Lab, LabError
 from llmsite.paths import CODE
 
 _IMAGES_VERSION = hashlib.sha256(Path(lab_images.__file__).read_bytes()).hexdigest()[:12]
-_PUBLISHED_VERSION = hashlib.sha256(Path(labs.__file__).read_bytes()).hexdigest()
+_PUBLISHED_VERSION = hashlib.sha256(
+    b"".join(hashlib.sha256(Path(m.__file__).read_bytes()).digest() for m in (lab_download, lab_notebook))
+).hexdigest()
 EXTRACTED = f"extracted-{_IMAGES_VERSION}"
 INDEX = "images.json"
 
@@ -80,20 +85,20 @@ def _store_extracted(entry: Path, extracted: lab_images.Extracted) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def published_name(lab: labs.Lab, code_dir: Path = CODE) -> str:
+def published_name(lab: Lab, code_dir: Path = CODE) -> str:
     """The stored download's file name for the bundled files as they are now."""
     digest = hashlib.sha256(_PUBLISHED_VERSION.encode())
-    for name, path in sorted(labs.bundled_files(lab, code_dir).items()):
+    for name, path in sorted(lab_download.bundled_files(lab, code_dir).items()):
         digest.update(b"\0" + name.encode("utf-8") + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     return f"published-{digest.hexdigest()[:20]}.ipynb"
 
 
-def download(entry: Path, lab: labs.Lab, code_dir: Path = CODE) -> bytes:
-    """The notebook readers download (``labs.published``) for the entry, stored beside it the first time."""
+def download(entry: Path, lab: Lab, code_dir: Path = CODE) -> bytes:
+    """The notebook readers download (``lab_download.published``) for the entry, stored beside it the first time."""
     name = published_name(lab, code_dir)
     with contextlib.suppress(OSError):
         return (entry / name).read_bytes()
-    data = labs.published(entry / labs.LABS_DIR / f"{lab.name}.ipynb", lab, code_dir)
+    data = lab_download.published(entry / LABS_DIR / f"{lab.name}.ipynb", lab, code_dir)
     with contextlib.suppress(OSError):
         atomic.write_bytes(entry / name, data)
         for old in entry.glob("published-*.ipynb"):  # made with code/ files as they were before
@@ -102,10 +107,10 @@ def download(entry: Path, lab: labs.Lab, code_dir: Path = CODE) -> bytes:
     return data
 
 
-def prepare(entry: Path, lab: labs.Lab, code_dir: Path = CODE) -> None:
+def prepare(entry: Path, lab: Lab, code_dir: Path = CODE) -> None:
     """Store both in a lab's entry as it is executed (its staging directory). What cannot be derived (an image
     that cannot be read, a missing data file) is left for the build to report, as it always has been."""
     with contextlib.suppress(lab_images.ImageError):
         page(entry, lab.name)
-    with contextlib.suppress(labs.LabError):  # e.g. a data file missing: the build reports it
+    with contextlib.suppress(LabError):  # e.g. a data file missing: the build reports it
         download(entry, lab, code_dir)

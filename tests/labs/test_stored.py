@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from llmsite import labs
+from llmsite.labs import download as lab_download
 from llmsite.labs import images as lab_images
 from llmsite.labs import stored
 
@@ -57,7 +58,7 @@ def _forbid(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("derived again although it is stored")
 
     monkeypatch.setattr(lab_images, "extract", fail)
-    monkeypatch.setattr(labs, "published", fail)
+    monkeypatch.setattr(lab_download, "published", fail)  # where stored.download looks it up
 
 
 def test_the_executed_lab_stores_its_page_and_download_and_a_warm_build_reads_them(

@@ -8,7 +8,6 @@ the checks of one document read and whether they used the figure declarations
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,20 +16,12 @@ from pathlib import Path
 
 from llmsite.content import frontmatter
 from llmsite.content.checks.anchors import AnchorIndex, slug
+from llmsite.content.checks.declarations import Figures, discover
 from llmsite.paths import rel
 from llmsite.problems import Problem
 
 ROUTE_MARKER = "<!-- site:route -->"
 TAGS_MARKER = "<!-- material/tags"
-
-
-@dataclass
-class Figures:
-    declared: dict[str, str]  # figure name -> article slug
-    problems: list[Problem]
-    ok: bool  # False when the declarations could not be read completely
-    interactive: frozenset[str] = frozenset()  # figures with an interactive view (@figure_data)
-    answers: dict[str, str] = field(default_factory=dict)  # exercise answer name -> module file name (x.py)
 
 
 @dataclass
@@ -111,9 +102,7 @@ class Context:
 
     @cached_property
     def _figures(self) -> Figures:
-        from llmsite.content.checks.markers import discover
-
-        return discover(self)
+        return discover(self.root, self.code)
 
     def figure_problems_once(self) -> list[Problem]:
         """Problems of the declarations themselves, reported once per run."""
@@ -121,16 +110,3 @@ class Context:
             return []
         self._figures_reported = True
         return list(self.figures.problems)
-
-
-_LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+): (?P<message>.*)$", re.S)
-
-
-def problem_from_located(message: str, default_path: str, root: Path) -> Problem:
-    """A Problem from a ``path:line: message`` string (as other tools raise them)."""
-    m = _LOCATION.match(message)
-    if not m:
-        return Problem(default_path, 1, message)
-    path = Path(m.group("path"))
-    shown = rel(path, root) if path.is_absolute() else m.group("path")
-    return Problem(shown, int(m.group("line")), m.group("message"))

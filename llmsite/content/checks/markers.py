@@ -1,7 +1,7 @@
 """Figure markers ``<!-- figure: NAME -->`` must name a figure declared in code/figures/.
 
-Declarations are read by ``llmsite.figures.registry.discover`` (AST only, no
-import of the drawing code), the same reader the figure pipeline uses.
+The declarations come from ``Context.figures`` (read in ``declarations.py``, AST only, no
+import of the drawing code, by the same reader the figure pipeline uses).
 """
 
 from __future__ import annotations
@@ -15,38 +15,11 @@ from llmsite.problems import Problem
 
 if TYPE_CHECKING:
     from llmsite.content.checks import Document
-    from llmsite.content.checks.context import Context, Figures
+    from llmsite.content.checks.context import Context
 
 _MARKER = MARKER  # the same pattern the build replaces
 _LOOSE = re.compile(r"<!--\s*figure\b", re.I)
 _EXAMPLE = "<!-- figure: 名字 -->"
-
-
-def discover(ctx: Context) -> Figures:
-    from llmsite.content.checks.context import Figures, problem_from_located
-    from llmsite.figures.registry import DeclarationError
-    from llmsite.figures.registry import discover as registry_discover
-
-    where = ctx.rel(ctx.code / "figures")
-    from llmsite.figures.registry import discover_answers
-
-    try:
-        specs = registry_discover(ctx.code)
-        answers = discover_answers(ctx.code)
-    except DeclarationError as exc:
-        return Figures({}, [problem_from_located(str(exc), where, ctx.root)], ok=False)
-    except SyntaxError as exc:
-        path = ctx.rel(ctx.root / exc.filename) if exc.filename else where
-        return Figures(
-            {}, [Problem(path, exc.lineno or 1, f"Python 语法错误：{exc.msg}", "先修正这个文件的语法")], ok=False
-        )
-    except (OSError, UnicodeDecodeError) as exc:
-        return Figures({}, [Problem(where, 1, f"读不出图的声明：{exc}")], ok=False)
-    return Figures(
-        {name: spec.article for name, spec in specs.items()}, [], ok=True,
-        interactive=frozenset(name for name, spec in specs.items() if spec.data_function),
-        answers={name: spec.module.name for name, spec in answers.items()},
-    )
 
 
 def check(doc: Document, ctx: Context) -> list[Problem]:
