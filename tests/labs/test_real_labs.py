@@ -276,6 +276,12 @@ for _top, _names in md.packages_distributions().items():
     if any(n.lower().replace("_", "-") in _dists for n in _names):
         _allowed.add(_top)
 _here = os.getcwd() + os.sep
+# Every other installed top-level package is absent, as on a reader's machine: ``import`` raises ModuleNotFoundError
+# and importlib.util.find_spec answers None (a None in sys.modules does both). Libraries that probe for an optional
+# package before importing it (torch probes dill) then take the path a reader's machine takes.
+for _top in md.packages_distributions():
+    if _top not in _allowed:
+        sys.modules[_top] = None
 
 
 class _Blocked(importlib.abc.Loader):
