@@ -708,8 +708,3 @@ NOT_COMPUTED: dict[str, str] = {
     "256 条新序列上的平均": "how many sequences the head scores of multi-head-weights average over: a setting of "
     "trained_heads in code/figures/transformer_attention.py",
 }
-
-
-def test_every_decimal_in_the_article_is_a_checked_claim() -> None:
-    """A new number in the prose or a caption needs an entry in CLAIMS (or in NOT_COMPUTED, with a reason)."""
-    claims.assert_numbers_checked(SOURCES, CLAIMS, NOT_COMPUTED, "tests/figures/test_attention_claims.py")

@@ -632,9 +632,3 @@ NOT_COMPUTED: dict[str, str] = {
     "1,000 Layers": "part of a paper's title (DeepNet: Scaling Transformers to 1,000 Layers)",
     "连乘 32 次": "the thought experiment's 32 sublayers (stated in the sentence before) multiply 32 Jacobians",
 }
-
-
-
-def test_every_number_in_the_article_is_a_checked_claim() -> None:
-    """A new number in the prose or a caption needs an entry in CLAIMS (or in NOT_COMPUTED, with a reason)."""
-    claims.assert_numbers_checked(SOURCES, CLAIMS, NOT_COMPUTED, "tests/figures/test_block_claims.py")

@@ -847,7 +847,3 @@ NOT_COMPUTED: dict[str, str] = {
     "arXiv:2302.13971": "the arXiv identifier of the cited LLaMA paper",
     "arXiv:2307.09288": "the arXiv identifier of the cited Llama 2 paper",
 }
-
-
-def test_every_number_in_the_article_is_a_checked_claim() -> None:
-    claims.assert_numbers_checked(SOURCES, CLAIMS, NOT_COMPUTED, "tests/figures/test_bpe_claims.py")

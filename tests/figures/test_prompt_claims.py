@@ -90,7 +90,3 @@ NOT_COMPUTED: dict[str, str] = {
     "8 条正确": "the prompt log's table is an illustration (the article says 数字是示意), not a measurement",
     "9 条正确": "the prompt log's table is an illustration (the article says 数字是示意), not a measurement",
 }
-
-
-def test_every_number_in_the_article_is_a_checked_claim() -> None:
-    claims.assert_numbers_checked(SOURCES, CLAIMS, NOT_COMPUTED, "tests/figures/test_prompt_claims.py")
