@@ -23,10 +23,14 @@ def check_weight_format(f: WeightFormat) -> None:
     """WeightFormat 建好时就检查。下面的 FORMATS 在导入时就建好，所以这个检查写在前面，其余的在文件末尾。"""
     if not isinstance(f.name, str) or not f.name:
         raise ValueError(f"name 应是非空的字符串，例如 \"int4\"，收到 {f.name!r}")
-    check_int("bits", f.bits, minimum=1)
+    bits = check_int("bits", f.bits, minimum=1)
+    if not (bits <= 8 or bits in (16, 32)):
+        raise ValueError(f"bits 应为 1 到 8（带缩放因子的整数格式）或 16、32（fp16、fp32 这类浮点格式），收到 {bits}")
     if f.group_size is not None and (isinstance(f.group_size, bool) or not isinstance(f.group_size, int)
                                      or f.group_size < 1):
         raise ValueError(f"group_size 应为 None（每行一个缩放因子）或正整数（每几个权重一组），收到 {f.group_size!r}")
+    if bits >= 16 and f.group_size is not None:  # matrix_bytes 只给 16 比特以下的格式加缩放因子
+        raise ValueError(f"{bits} 比特是浮点格式，不带缩放因子，group_size 应为 None，收到 {f.group_size!r}")
     check_int("scale_bytes", f.scale_bytes, minimum=1)
 
 
@@ -35,7 +39,8 @@ def check_weight_format(f: WeightFormat) -> None:
 class WeightFormat:
     """权重的存法：每个权重几比特；group_size 个权重共用一个 scale_bytes 字节的缩放因子。
 
-    group_size=None：量化的格式每个输出通道（每行）一个缩放因子，fp32、fp16 没有缩放因子。"""
+    bits 为 16、32 的是浮点格式（fp16、fp32），没有缩放因子，group_size 只能是 None；
+    bits 不超过 8 的是量化的整数格式，group_size=None 表示每个输出通道（每行）一个缩放因子。"""
 
     name: str
     bits: int

@@ -47,17 +47,23 @@ def absmax_scales(w: Tensor, bits: int, group_size: int | None = None) -> Tensor
     w: (d_out, d_in)。group_size=None 时每行一组，返回 (d_out, 1)；否则返回 (d_out, d_in // group_size)。
     """
     check_weight(w, group_size)
+    w = w.to(torch.promote_types(w.dtype, torch.float32))  # float16、bfloat16 先转成 float32，见 quantize
     g = w.size(1) if group_size is None else group_size
     absmax = w.reshape(w.size(0), -1, g).abs().amax(dim=-1)  # (d_out, 组数)
     # 全是 0 的一组：取 scale = 1，整数码全是 0，还原出来也是 0（不然会除以 0）
-    return torch.where(absmax > 0, absmax / qmax_of(bits), torch.ones_like(absmax))
+    scales = torch.where(absmax > 0, absmax / qmax_of(bits), torch.ones_like(absmax))
+    check_reciprocal(scales)  # 小得 1 / scale 溢出成 inf 的缩放因子：报错，不悄悄算出一堆错码
+    return scales
 
 
 def quantize(w: Tensor, bits: int, group_size: int | None = None) -> tuple[Tensor, Tensor]:
-    """对称 absmax 量化，返回 (整数码 int8 (d_out, d_in), 缩放因子 (d_out, 组数))。"""
+    """对称 absmax 量化，返回 (整数码 int8 (d_out, d_in), 缩放因子 (d_out, 组数))。
+
+    缩放因子至少是 float32：float16 的权重常在 1e-3 上下，max|w| / 127 落进 float16 精度很差的那一段，
+    1 / scale 还会溢出成 inf，所以半精度的权重先转成 float32 再算（实际的格式也多把缩放因子存成 float16 以上）。"""
     scales = absmax_scales(w, bits, group_size)
     g = w.size(1) if group_size is None else group_size
-    groups = w.reshape(w.size(0), -1, g)  # (d_out, 组数, g)
+    groups = w.to(scales.dtype).reshape(w.size(0), -1, g)  # (d_out, 组数, g)
     # 乘以 1/scale 而不是除以 scale：PyTorch 的 quantize_per_channel 也这样算，两者在几乎恰好落在
     # 两个整数正中间的值上可能差一个码。torch.round 是「四舍六入五成双」（0.5 → 0，1.5 → 2，2.5 → 2）
     codes = torch.round(groups * (1.0 / scales[..., None]))
@@ -76,9 +82,47 @@ def dequantize(codes: Tensor, scales: Tensor) -> Tensor:
 
 
 def fake_quantize(w: Tensor, bits: int, group_size: int | None = None) -> Tensor:
-    """量化再还原：返回和 w 同形状的浮点矩阵，每个元素只能取 2 qmax + 1 个值之一（乘上各组的 scale）。"""
-    return dequantize(*quantize(w, bits, group_size))
+    """量化再还原：返回和 w 同形状、同 dtype 的浮点矩阵，每个元素只能取 2 qmax + 1 个值之一（乘上各组的 scale）。"""
+    return dequantize(*quantize(w, bits, group_size)).to(w.dtype)
 # --8<-- [end:quantize]
+
+
+# --8<-- [start:zero-point]
+def quantize_zero_point(w: Tensor, bits: int, group_size: int | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """带零点（非对称）的量化：把一组从最小值到最大值的范围均匀分成 2^bits - 1 格，0 .. 2^bits - 1 的码全用上。
+
+    返回 (整数码 uint8 (d_out, d_in), 缩放因子 (d_out, 组数), 零点 uint8 (d_out, 组数))；零点是 0 对应的那个码。
+    范围总把 0 包括在内，所以 0 还原出来正好是 0。
+    """
+    check_weight(w, group_size)
+    qmax_of(bits)  # 只为检查 bits 在 2 到 8 之间
+    levels = 2 ** bits - 1  # 最大的码：4 比特是 15，码 0 .. 15 一共 16 个
+    g = w.size(1) if group_size is None else group_size
+    groups = w.to(torch.promote_types(w.dtype, torch.float32)).reshape(w.size(0), -1, g)
+    lo = groups.amin(dim=-1).clamp(max=0)  # (d_out, 组数)
+    hi = groups.amax(dim=-1).clamp(min=0)
+    scales = torch.where(hi > lo, (hi - lo) / levels, torch.ones_like(hi))  # 全是 0 的一组：scale = 1
+    zeros = torch.round(-lo / scales)  # 最小值对上码 0，0 对上码 zeros
+    check_reciprocal(scales)
+    # 和 PyTorch 的 quantize_per_channel（quint8）一样：先加零点再舍入
+    codes = torch.round(groups * (1.0 / scales[..., None]) + zeros[..., None]).clamp(0, levels)
+    return codes.to(torch.uint8).reshape(w.shape), scales, zeros.to(torch.uint8)
+
+
+def dequantize_zero_point(codes: Tensor, scales: Tensor, zeros: Tensor) -> Tensor:
+    """还原：(整数码 - 零点) × 缩放因子。"""
+    check_codes(codes, scales, torch.uint8)
+    check_zeros(zeros, scales)
+    d_out, d_in = codes.shape
+    g = d_in // scales.size(1)
+    w = (codes.reshape(d_out, -1, g).to(scales.dtype) - zeros[..., None].to(scales.dtype)) * scales[..., None]
+    return w.reshape(d_out, d_in)
+# --8<-- [end:zero-point]
+
+
+def fake_quantize_zero_point(w: Tensor, bits: int, group_size: int | None = None) -> Tensor:
+    """带零点的量化再还原：返回和 w 同形状、同 dtype 的浮点矩阵。"""
+    return dequantize_zero_point(*quantize_zero_point(w, bits, group_size)).to(w.dtype)
 
 
 def per_tensor_fake_quantize(w: Tensor, bits: int) -> Tensor:
@@ -92,6 +136,8 @@ def scheme_group_size(scheme: str) -> int | None:
     if scheme == "per_channel":
         return None
     if isinstance(scheme, str) and scheme.startswith("group") and scheme[5:].isdigit():
+        if int(scheme[5:]) < 1:
+            raise ValueError(f"scheme = {scheme!r} 的组大小应至少为 1，例如 group32")
         return int(scheme[5:])
     raise ValueError(f"scheme 应是 {', '.join(SCHEMES)} 之一，收到 {scheme!r}")
 
@@ -107,6 +153,7 @@ def fake_quantize_scheme(w: Tensor, bits: int, scheme: str) -> Tensor:
 # --8<-- [start:model]
 def quantized_layers(model: nn.Module) -> list[str]:
     """要量化的层：模型里所有 nn.Linear 的名字（唐诗 GPT 是 4 层 × 4 个，加上输出层，共 17 个）。"""
+    check_module(model)
     return [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
 
 
@@ -186,7 +233,7 @@ def loss_vs_bits(model: TinyTransformer, tok: CharTokenizer, bits: tuple[int, ..
     返回 {"bits": 位宽列表, "float32": 不量化的损失, "float32_bytes": 不量化时的模型字节数,
     "loss": {分组: [每个位宽的损失]}, "bytes": {分组: [每个位宽的模型字节数]}}。
     """
-    check_model(model)
+    check_sweep_args(model, bits, schemes)
     x, y = validation_windows(tok)
     out = {"bits": list(bits), "float32": evaluate(model, x, y), "float32_bytes": model_bytes(model)["total"],
            "loss": {}, "bytes": {}}
@@ -199,6 +246,9 @@ def loss_vs_bits(model: TinyTransformer, tok: CharTokenizer, bits: tuple[int, ..
 
 def tang_loss(bits: int | None, scheme: str = "per_channel") -> float:
     """唐诗 GPT 量化到 bits 比特（None：不量化）后，验证集 48 段上的损失。"""
+    if bits is not None:  # 先检查参数，再读（或训练）模型
+        qmax_of(bits)
+    check_scheme(scheme)
     model, tok = tang_gpt()
     x, y = validation_windows(tok)
     with single_thread():
@@ -228,35 +278,59 @@ class single_thread:
 
 
 def check_weight(w: Tensor, group_size: int | None) -> None:
-    """w 是二维浮点矩阵；group_size 要么是 None，要么是能整除 d_in 的正整数。"""
+    """w 是二维浮点矩阵，每个数都是有限的；group_size 要么是 None，要么是能整除 d_in 的正整数。"""
     check_float("w", w)
     if w.dim() != 2:
         raise shape_error("w", "(d_out, d_in)，一个线性层的权重矩阵", w.shape,
                           "nn.Linear 的权重就是这个形状：layer.weight")
     if w.numel() == 0:
         raise ValueError(f"w 是空矩阵 {fmt(w.shape)}，没有可量化的权重")
+    if w.device.type != "meta" and not torch.isfinite(w).all():
+        raise ValueError(f"w 里有 {int(torch.isnan(w).sum())} 个 NaN、{int(torch.isinf(w).sum())} 个无穷大："
+                         "缩放因子由最大的绝对值决定，一个无穷大就让整组的缩放因子变成 inf；先查查权重是怎么来的"
+                         "（float16 放不下绝对值超过 65504 的数，转换时就成了 inf）")
     if group_size is not None:
         check_int("group_size", group_size, minimum=1)
         if w.size(1) % group_size != 0:
             raise ValueError(f"group_size = {group_size} 应能整除 d_in = {w.size(1)}：每行要正好切成整数个组")
 
 
-def check_codes(codes: Tensor, scales: Tensor) -> None:
+def check_reciprocal(scales: Tensor) -> None:
+    """量化时乘的是 1 / scale：scale 小到倒数超出浮点数的范围（float32 里 scale 要小于约 3e-39）时报错。"""
+    if scales.device.type != "meta" and torch.isinf(1.0 / scales).any():
+        raise ValueError(f"有一组权重小得出奇：缩放因子只有 {scales.min().item():.3g}，它的倒数超出了 {scales.dtype} "
+                         "的范围，量化出的整数码会全是错的；这么小的权重可以先置为 0")
+
+
+def check_codes(codes: Tensor, scales: Tensor, dtype: torch.dtype = torch.int8) -> None:
+    """codes 是 quantize（int8）或 quantize_zero_point（uint8）返回的整数码，scales 是和它一起返回的缩放因子。"""
     check_tensor("codes", codes)
     check_float("scales", scales)
-    if codes.dtype != torch.int8:
-        raise ValueError(f"codes 应是 quantize 返回的 int8 整数码，收到 dtype={codes.dtype}")
+    if codes.dtype != dtype:
+        maker = "quantize" if dtype == torch.int8 else "quantize_zero_point"
+        kind = str(dtype).removeprefix("torch.")
+        raise ValueError(f"codes 应是 {maker} 返回的 {kind} 整数码，收到 dtype={codes.dtype}")
     if codes.dim() != 2:
         raise shape_error("codes", "(d_out, d_in)", codes.shape)
+    if codes.numel() == 0:
+        raise ValueError(f"codes 是空矩阵 {fmt(codes.shape)}，没有可还原的整数码")
     d_out, d_in = codes.shape
     if scales.dim() != 2 or scales.size(0) != d_out or scales.size(1) == 0 or d_in % scales.size(1) != 0:
         raise shape_error("scales", f"(d_out, 组数) = ({d_out}, 组数)，组数整除 d_in = {d_in}", scales.shape,
                           "用 quantize 一起返回的那个 scales")
 
 
+def check_zeros(zeros: Tensor, scales: Tensor) -> None:
+    """零点和缩放因子一一对应：quantize_zero_point 一起返回的 uint8 张量，形状和 scales 相同。"""
+    check_tensor("zeros", zeros)
+    if zeros.dtype != torch.uint8 or zeros.shape != scales.shape:
+        raise ValueError(f"zeros 应是 quantize_zero_point 一起返回的零点：uint8、形状和 scales 一样"
+                         f" {fmt(scales.shape)}，收到 dtype={zeros.dtype}、形状 {fmt(zeros.shape)}")
+
+
 def check_scheme(scheme: str) -> None:
-    if scheme != "per_tensor" and scheme_group_size(scheme) == 0:
-        raise ValueError(f"scheme = {scheme!r} 的组大小应至少为 1，例如 group32")
+    if scheme != "per_tensor":
+        scheme_group_size(scheme)  # 名字不认识、组大小是 0 时它报错
 
 
 def check_scale_count_args(d_out: int, d_in: int, scheme: str) -> None:
@@ -269,11 +343,27 @@ def check_scale_count_args(d_out: int, d_in: int, scheme: str) -> None:
         raise ValueError(f"{scheme} 每 {g} 个一组，应能整除矩阵的 d_in = {d_in}：每行要正好切成整数个组")
 
 
-def check_model(model: object) -> None:
+def check_module(model: object) -> None:
     if not isinstance(model, nn.Module):
         raise ValueError(f"model 应是 torch.nn.Module（例如唐诗 GPT），收到 {type(model).__name__}")
+
+
+def check_model(model: object) -> None:
     if not quantized_layers(model):
         raise ValueError("model 里没有 nn.Linear，没有要量化的权重")
+
+
+def check_sweep_args(model: object, bits: object, schemes: object) -> None:
+    """loss_vs_bits 的参数：bits 是若干个位宽（例如 (8, 4, 2)），schemes 是若干个分组方式的名字。"""
+    check_model(model)
+    if not isinstance(bits, (tuple, list)) or not bits:
+        raise ValueError(f"bits 应是位宽的元组，例如 (8, 4, 2)；只量一个位宽也要写成 (4,)，收到 {bits!r}")
+    for b in bits:
+        qmax_of(b)
+    if not isinstance(schemes, (tuple, list)) or not schemes:
+        raise ValueError(f"schemes 应是分组方式的元组，例如 (\"per_channel\",)，收到 {schemes!r}")
+    for scheme in schemes:
+        check_scheme(scheme)
 
 
 def check_tokenizer(tok: object) -> None:

@@ -31,8 +31,9 @@ import figkit  # 全站共用的绘图工具：中文字体、配色
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
-from inference_cost import cost_table, ridge_point
-from kv_cache import A100_BANDWIDTH, A100_PEAK_FLOPS, generate
+from inference_cost import FORMATS, cost_table, llama_matrices, matrix_bytes, ridge_point, tokens_per_second_bound
+from kv_cache import A100_BANDWIDTH, A100_PEAK_FLOPS, generate, kv_cache_bytes
+from llama import LLAMA2_7B, LLAMA3_8B
 from quantize import (
     dequantize,
     model_bytes,
@@ -201,8 +202,27 @@ print(f"\n最高的算术强度是 {highest:.2f}，A100 的拐点是 {ridge_poin
       f"{'都远低于拐点，解码受显存带宽限制' if highest < ridge_point() / 10 else '有的接近拐点'}")
 
 # %% [markdown]
+# 上面的 int4 连输出层也量化了。实际的 4 比特模型常把输出层留在 fp16：`llama_matrices` 返回的最后一个矩阵就是输出层，把它单独按 fp16 数。再看 KV 缓存：每条序列一份，每一步都要整个读一遍，批里的序列不能共用。下面按 fp16 算 Llama 2 7B（32 个键值头）和 Llama 3 8B（GQA，8 个键值头）在上下文 4,096 个词元时的缓存，和 fp16 的权重比一比。
+
+# %%
+int4, fp16 = next(f for f in FORMATS if f.name == "int4"), next(f for f in FORMATS if f.name == "fp16")
+for name, cfg in (("Llama 2 7B", LLAMA2_7B), ("Llama 3 8B", LLAMA3_8B)):
+    shapes = llama_matrices(cfg)
+    nbytes = matrix_bytes(shapes[:-1], int4) + matrix_bytes(shapes[-1:], fp16)
+    print(f"{name}：int4、输出层留在 fp16，每个词元读 {nbytes / 1e9:.2f} GB，每秒最多 {tokens_per_second_bound(nbytes):.0f} 个词元"
+          f"（输出层也 int4 时是 {matrix_bytes(shapes, int4) / 1e9:.2f} GB）")
+print()
+for name, cfg in (("Llama 2 7B", LLAMA2_7B), ("Llama 3 8B", LLAMA3_8B)):
+    weights = matrix_bytes(llama_matrices(cfg), fp16)
+    for batch in (1, 16):
+        cache = kv_cache_bytes(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, seq_len=4096, batch_size=batch)
+        print(f"{name}：批大小 {batch:>2}、上下文 4096，KV 缓存 {cache / 1e9:6.2f} GB，fp16 的权重 {weights / 1e9:.2f} GB，"
+              f"{'缓存更多' if cache > weights else '权重更多'}")
+
+# %% [markdown]
 # ## 自己试试
 #
 # - 把第 1 节的离群值改成 2.0（和别的数差不多大），每行一组和分组之间的差别还大吗？
+# - 第 1 节换用带零点的量化：`codes, scales, zeros = quantize_zero_point(clean.abs(), 4)`，还原用 `dequantize_zero_point(codes, scales, zeros)`（两个函数都从 `quantize` 导入）。这个矩阵全是正数，它的误差比对称量化小多少？为什么？
 # - 第 3 节换成 `"group16"` 量化到 2 比特，写出的诗和损失怎样？
 # - 第 5 节把 `cost_table(batch_size=16)` 打印出来：批大小变成 16，算术强度和每秒词元数怎样变？（每秒词元数这一列算的是一条序列。）

@@ -28,15 +28,21 @@ from llama import LLAMA2_7B, LLAMA3_8B
 from quantize import (
     absmax_scales,
     dequantize,
+    dequantize_zero_point,
     fake_quantize,
     fake_quantize_scheme,
+    fake_quantize_zero_point,
+    loss_vs_bits,
     model_bytes,
     per_tensor_fake_quantize,
     qmax_of,
     quantize,
     quantize_model,
+    quantize_zero_point,
     quantized_layers,
     scale_count,
+    scheme_group_size,
+    validation_windows,
 )
 from tiny_transformer import TinyConfig, TinyTransformer
 from torch import nn
@@ -320,3 +326,167 @@ def test_runs_on_its_own() -> None:
     out = subprocess.run([sys.executable, str(REPO / "code" / "inference_cost.py")], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     assert "同一批矩阵： True" in out and "Llama 2 7B" in out
+
+
+# ---------- 半精度的权重、太小太大的数、NaN（以前 float16 的缩放因子下溢，误差接近 100%） ----------
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("magnitude", [1e-6, 1e-4, 1e-3, 1.0, 6e4])
+@pytest.mark.parametrize("bits", [8, 4, 2])
+def test_half_precision_weights_quantize_as_well_as_float32(dtype, magnitude, bits) -> None:
+    """半精度的权重（绝对值最大正好是 magnitude）和它转成 float32 以后量化，得到的整数码、缩放因子相同，
+    还原误差不超过半格。以前 float16 里 max|w| / 127 落进精度很差的次正规数（1e-3 时误差是最大值的 98%），
+    1e-6 时缩放因子下溢成 0，整个矩阵还原成 0。"""
+    w = ((torch.rand(6, 32, generator=torch.Generator().manual_seed(bits)) * 2 - 1) * magnitude).to(dtype)
+    w[0, 0] = magnitude
+    codes, scales = quantize(w, bits)
+    codes32, scales32 = quantize(w.float(), bits)
+    assert scales.dtype == torch.float32 and torch.equal(scales, scales32) and torch.equal(codes, codes32)
+    err = (dequantize(codes, scales) - w.float()).abs()
+    assert (err <= scales / 2 * (1 + 1e-6)).all()
+    fq = fake_quantize(w, bits)
+    assert fq.dtype == dtype and torch.isfinite(fq).all()
+    assert fq.float().abs().max().item() == pytest.approx(w.float().abs().max().item(), rel=1e-2)
+
+
+def test_quantize_model_keeps_a_half_precision_model_half() -> None:
+    model = small_gpt().half()
+    q = quantize_model(model, 4, "per_channel")
+    for name in quantized_layers(model):
+        before, after = model.get_submodule(name).weight, q.get_submodule(name).weight
+        assert after.dtype == torch.float16
+        assert torch.equal(after, fake_quantize(before.float(), 4).half()), name
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_nan_or_inf_weights_are_refused(bad) -> None:
+    """以前 NaN 悄悄变成整数码 0（其余的照常量化），inf 让整行的缩放因子变成 inf。"""
+    w = torch.randn(3, 8)
+    w[1, 2] = bad
+    for call in (lambda: quantize(w, 8), lambda: quantize_zero_point(w, 8), lambda: per_tensor_fake_quantize(w, 4)):
+        with pytest.raises(ValueError, match=r"NaN.*无穷大"):
+            call()
+
+
+def test_a_scale_too_small_for_its_reciprocal_is_refused() -> None:
+    """float32 里 max|w| = 1e-39（次正规数）时，scale = 1e-39 / 127，1 / scale 溢出成 inf：以前码全是 ±127。"""
+    w = torch.tensor([[1e-39, -5e-40, 0.0, 2e-40]])
+    assert torch.isinf(1.0 / (w.abs().max() / 127))
+    with pytest.raises(ValueError, match=r"倒数超出了 torch\.float32 的范围"):
+        quantize(w, 8)
+    assert torch.equal(quantize(w.double(), 8)[0], torch.tensor([[127, -64, 0, 25]], dtype=torch.int8))
+
+
+# ---------- 带零点的量化：和 PyTorch 的 quint8 对答案 ----------
+
+
+def torch_uint8(w: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor) -> torch.Tensor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.quantize_per_channel(w, scales, zeros.long(), 0, torch.quint8)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_zero_point_int8_equals_torch_quint8(seed) -> None:
+    """逐通道 8 比特：scale = (max - min) / 255，零点 = round(-min / scale)（范围先把 0 包进来），
+    PyTorch 的 quantize_per_channel（quint8）拿同样的 scale 和零点，整数码、还原值都逐位相同。"""
+    gen = torch.Generator().manual_seed(seed)
+    w = torch.randn(64, 256, generator=gen) * torch.rand(64, 1, generator=gen) * 3 + torch.randn(64, 1, generator=gen)
+    w[5] = w[5].abs()  # 一行全是正数：最小值取 0，零点是 0
+    codes, scales, zeros = quantize_zero_point(w, 8)
+    lo, hi = w.amin(dim=1).clamp(max=0), w.amax(dim=1).clamp(min=0)
+    assert torch.equal(scales[:, 0], (hi - lo) / 255) and zeros[5, 0] == 0
+    theirs = torch_uint8(w, scales[:, 0], zeros[:, 0])
+    assert codes.dtype == torch.uint8 and torch.equal(codes, theirs.int_repr())
+    assert torch.equal(dequantize_zero_point(codes, scales, zeros), theirs.dequantize())
+
+
+def test_zero_point_hand_example() -> None:
+    """[-1, 0, 0.5, 2]，2 比特：范围 [-1, 2] 分 3 格，s = 1，零点 1；w/s + 1 = 0, 1, 1.5, 3 → 0, 1, 2（五成双）, 3。"""
+    w = torch.tensor([[-1.0, 0.0, 0.5, 2.0]])
+    codes, scales, zeros = quantize_zero_point(w, 2)
+    assert scales.item() == 1.0 and zeros.item() == 1
+    assert codes.tolist() == [[0, 1, 2, 3]]
+    assert dequantize_zero_point(codes, scales, zeros).tolist() == [[-1.0, 0.0, 1.0, 2.0]]
+
+
+@pytest.mark.parametrize("bits", [8, 4, 3, 2])
+@pytest.mark.parametrize("group", [None, 8])
+def test_zero_point_uses_every_code_and_keeps_zero(bits, group) -> None:
+    """每组的最小值对上码 0、最大值对上最大的码（2^b 个码都用得上，对称量化只用 2^b - 1 个）；
+    0 还原出来正好是 0；误差不超过半格；全是 0 的一组还原成 0。"""
+    w = randn(6, 32, seed=bits) + 0.5
+    w[0, :] = 0.0
+    w[1, 3] = 0.0
+    codes, scales, zeros = quantize_zero_point(w, bits, group)
+    g = 32 if group is None else group
+    back = dequantize_zero_point(codes, scales, zeros)
+    assert torch.equal(back[0], torch.zeros(32)) and back[1, 3] == 0
+    assert int(codes[1:].max()) == 2**bits - 1
+    assert (back - w).abs().le(scales.repeat_interleave(g, dim=1) / 2 * (1 + 1e-6)).all()
+    assert fake_quantize_zero_point(w, bits, group).dtype == w.dtype
+
+
+def test_zero_point_beats_symmetric_on_a_one_sided_row() -> None:
+    """全是正数的一行：对称量化的负半边码一个也用不上，带零点的把 2^b 个码都放在 [0, max] 上，误差小一半以上。"""
+    w = torch.rand(4, 64, generator=torch.Generator().manual_seed(0))
+    sym = (fake_quantize(w, 4) - w).abs().mean()
+    asym = (fake_quantize_zero_point(w, 4) - w).abs().mean()
+    assert asym < sym / 2
+
+
+# ---------- 粗心的输入：看得懂的 ValueError（以前有的是 AttributeError、RuntimeError，或悄悄算出错的结果） ----------
+
+
+@pytest.mark.parametrize(("call", "words"), [
+    (lambda: quantize(3.0, 4), "w 应为 torch.Tensor"),
+    (lambda: quantize([[1.0, 2.0]], 4), "w 应为 torch.Tensor"),
+    (lambda: quantize(torch.ones(2, 2, dtype=torch.int32), 4), "w 应为浮点张量"),
+    (lambda: quantize(torch.zeros(0, 4), 4), "空矩阵"),
+    (lambda: quantize(torch.randn(4, 8), "4"), "bits 应为整数"),
+    (lambda: quantize(torch.randn(4, 8), 4.0), "bits 应为整数"),
+    (lambda: quantize(torch.randn(4, 8), 4, "4"), "group_size 应为整数"),
+    (lambda: quantize(torch.randn(4, 8), 4, 16), "group_size = 16 应能整除 d_in = 8"),
+    (lambda: dequantize(3, torch.ones(2, 1)), "codes 应为 torch.Tensor"),
+    (lambda: dequantize(torch.zeros(0, 4, dtype=torch.int8), torch.ones(0, 1)), "codes 是空矩阵"),
+    (lambda: dequantize(torch.zeros(2, 0, dtype=torch.int8), torch.ones(2, 1)), "codes 是空矩阵"),
+    (lambda: dequantize(torch.zeros(2, 4, dtype=torch.uint8), torch.ones(2, 1)), "codes 应是 quantize 返回的 int8"),
+    (lambda: quantize_zero_point(torch.randn(4, 8), 1), "bits 应为不小于 2"),
+    (lambda: quantize_zero_point(torch.randn(4, 8), 9), "2 到 8"),
+    (lambda: quantize_zero_point(torch.randn(4, 8), "8"), "bits 应为整数"),
+    (lambda: dequantize_zero_point(torch.zeros(2, 4, dtype=torch.int8), torch.ones(2, 1),
+                                   torch.zeros(2, 1, dtype=torch.uint8)), "quantize_zero_point 返回的 uint8"),
+    (lambda: dequantize_zero_point(torch.zeros(2, 4, dtype=torch.uint8), torch.ones(2, 1), torch.zeros(2, 1)),
+     "zeros 应是 quantize_zero_point 一起返回的零点"),
+    (lambda: dequantize_zero_point(torch.zeros(2, 4, dtype=torch.uint8), torch.ones(2, 1),
+                                   torch.zeros(2, 2, dtype=torch.uint8)), "形状和 scales 一样"),
+    (lambda: quantized_layers("模型"), "model 应是 torch.nn.Module"),
+    (lambda: scheme_group_size("group0"), "组大小应至少为 1"),
+    (lambda: scheme_group_size(32), "scheme 应是"),
+    (lambda: model_bytes(nn.Linear(4, 4), 16), "2 到 8"),
+    (lambda: model_bytes(nn.Linear(4, 4), 4, scale_bytes=0), "scale_bytes"),
+    (lambda: loss_vs_bits(small_gpt(), None, bits=4), "bits 应是位宽的元组"),
+    (lambda: loss_vs_bits(small_gpt(), None, bits=(4, 12)), "2 到 8"),
+    (lambda: loss_vs_bits(small_gpt(), None, schemes="per_channel"), "schemes 应是分组方式的元组"),
+    (lambda: loss_vs_bits(small_gpt(), None, schemes=("group7x",)), "scheme 应是"),
+    (lambda: validation_windows("字"), "tok 应是唐诗 GPT 的 CharTokenizer"),
+])
+def test_careless_input_gets_a_readable_error(call, words) -> None:
+    with pytest.raises(ValueError) as info:
+        call()
+    assert words in str(info.value)
+
+
+def test_tang_loss_checks_its_arguments_before_loading_the_model(monkeypatch) -> None:
+    """以前 tang_loss(1) 先读（没有缓存时先训练）唐诗 GPT，一分钟后才报 bits 不对。"""
+    import quantize
+
+    def no_model():
+        raise AssertionError("不该先读模型")
+
+    monkeypatch.setattr(quantize, "tang_gpt", no_model)
+    for call, words in ((lambda: quantize.tang_loss(1), "bits 应为不小于 2"),
+                        (lambda: quantize.tang_loss(4, "group7x"), "scheme 应是")):
+        with pytest.raises(ValueError, match=words):
+            call()

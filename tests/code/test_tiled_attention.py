@@ -180,6 +180,86 @@ def test_bad_input_raises_a_readable_error(call, words) -> None:
     assert words in str(info.value)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_keeps_its_statistics_in_float32(dtype) -> None:
+    """bfloat16 / float16 的输入：分数、m、l、累加和都按 float32 算，只有输出转回输入的 dtype（真正的算子也这样）。
+    误差因此和把精确结果舍入到这个 dtype 差不多。以前全按输入的 dtype 累加：bfloat16 时 T = 1024、每块 16 个，
+    误差是舍入误差的十倍上下（7.5e-3 对 7.1e-4）。"""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 1, 1024, 64, generator=gen).to(dtype) for _ in range(3))
+    exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double())
+    trace = TileTrace()
+    out = tiled_attention(q, k, v, 16, trace=trace)
+    assert out.dtype == dtype
+    assert trace.m[0].dtype == trace.l[0].dtype == torch.float32
+    rounding = (exact.to(dtype).double() - exact).abs().max().item()
+    assert (out.double() - exact).abs().max().item() <= 2 * rounding
+
+
+@pytest.mark.parametrize(("T", "tile"), [(100, 10), (100, 7), (64, 16), (5, 1), (9, 4)])
+def test_only_blocks_across_the_diagonal_are_masked(T, tile) -> None:
+    """查询和键都每 tile 个一块：只有对角线上的块跨过对角线、要掩码，而且只在块里至少有两个位置时（只有一个位置的
+    那块，唯一的键就是查询自己，看得见）；对角线下方的整块不用（以前每个算了的块都掩码）。"""
+    q, k, v = qkv(T, torch.float64, batch=(1,))
+    trace = TileTrace()
+    out = tiled_attention(q, k, v, tile, causal=True, query_block=tile, trace=trace)
+    n = math.ceil(T / tile)
+    diagonal_with_two_or_more = sum(1 for q0 in range(0, T, tile) if min(q0 + tile, T) - q0 >= 2)
+    assert trace.masked == diagonal_with_two_or_more and len(trace.blocks) == n * (n + 1) // 2
+    assert (out - F.scaled_dot_product_attention(q, k, v, is_causal=True)).abs().max() < 1e-12
+
+
+def test_masking_with_queries_all_at_once() -> None:
+    """所有查询一块（从第 0 个查询开始）时，每块键里都有排在第 0 个查询之后的键：4 块都要掩码，一块也不能跳过。"""
+    q, k, v = qkv(10, torch.float64, batch=(1,))
+    trace = TileTrace()
+    tiled_attention(q, k, v, 3, causal=True, trace=trace)
+    assert trace.masked == len(trace.blocks) == 4
+
+
+def test_empty_batch_or_value_size_gives_an_empty_result() -> None:
+    """批次是 0 条、或值向量是 0 维：结果是形状对的空张量，和 PyTorch 一样。"""
+    for shapes in (((0, 3, 4), (0, 3, 4), (0, 3, 4)), ((1, 3, 4), (1, 3, 4), (1, 3, 0))):
+        q, k, v = (torch.randn(*s) for s in shapes)
+        for causal in (False, True):
+            ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            assert tiled_attention(q, k, v, 2, causal=causal).shape == ref.shape
+
+
+def test_online_softmax_steps_accepts_masked_keys_after_the_first_block() -> None:
+    """被屏蔽的键写成 -inf：只要第一块里有能看的键，结果就是 softmax，被屏蔽的权重是 0。"""
+    s = torch.tensor([1.0, 2.0, -math.inf, -math.inf, 0.5], dtype=torch.float64)
+    steps = online_softmax_steps(s, 2)
+    assert torch.allclose(steps[-1]["weights"], torch.softmax(s, -1), atol=1e-15, rtol=0)
+    assert steps[1]["weights"][2:4].eq(0).all()
+
+
+@pytest.mark.parametrize(("call", "words"), [
+    (lambda: tiled_attention(3.0, torch.randn(3, 4), torch.randn(3, 4), 2), "q 应为 torch.Tensor"),
+    (lambda: tiled_attention(*qkv(4, torch.float64), "2"), "tile_size 应为整数"),
+    (lambda: tiled_attention(*qkv(4, torch.float64), 2.0), "tile_size 应为整数"),
+    (lambda: tiled_attention(*qkv(4, torch.float64), 2, query_block=2.0), "query_block 应为整数"),
+    (lambda: tiled_attention(*qkv(4, torch.float64), 2, causal=None), "causal 应是 True 或 False"),
+    (lambda: tiled_attention(torch.randn(1, 0, 4), torch.randn(1, 0, 4), torch.randn(1, 0, 4), 2), "至少要有一个位置"),
+    (lambda: tiled_attention(torch.randn(1, 3, 0), torch.randn(1, 3, 0), torch.randn(1, 3, 4), 2), "至少是 1"),
+    (lambda: tiled_attention(*qkv(4, torch.float64), 2, trace=[]), "trace 应是 TileTrace()"),
+    (lambda: attention_memory("4", 64, 64), "T 应为整数"),
+    (lambda: attention_memory(4, 64, 64, 0), "query_block 应为不小于 1"),
+    (lambda: online_softmax_steps(3.0, 2), "scores 应为 torch.Tensor"),
+    (lambda: online_softmax_steps(torch.tensor([1, 2, 3]), 2), "scores 应为浮点张量"),
+    (lambda: online_softmax_steps(torch.tensor([]), 2), "scores 的形状应为 (T,)"),
+    (lambda: online_softmax_steps(torch.randn(3), "2"), "tile_size 应为整数"),
+    (lambda: online_softmax_steps(torch.tensor([math.nan, 1.0]), 1), "NaN 或 +inf"),
+    (lambda: online_softmax_steps(torch.tensor([math.inf, 1.0]), 1), "NaN 或 +inf"),
+    (lambda: online_softmax_steps(torch.tensor([-math.inf, -math.inf, 1.0]), 2), "第一块的分数全是 -inf"),
+])
+def test_careless_input_gets_a_readable_error(call, words) -> None:
+    """以前：d = 0 是 ZeroDivisionError，trace=[] 是 AttributeError，NaN 和整块 -inf 悄悄得到 NaN。"""
+    with pytest.raises(ValueError) as info:
+        call()
+    assert words in str(info.value)
+
+
 def test_runs_on_its_own() -> None:
     out = subprocess.run([sys.executable, str(REPO / "code" / "tiled_attention.py")], capture_output=True, text=True,
                          timeout=120, check=True).stdout
