@@ -117,6 +117,9 @@ def check_ids(ids: object, vocab_size: int) -> list[int]:
         ids = ids.tolist()
     if isinstance(ids, (str, bytes)):
         raise ValueError(f"ids 应为词元编号的序列，收到 {type(ids).__name__}")
+    if isinstance(ids, (set, frozenset, dict)) or not isinstance(ids, Iterable):
+        raise ValueError(f"ids 应为有顺序的词元编号序列（列表或一维张量），收到 {type(ids).__name__}；"
+                         "一个编号也要放进列表，例如 tok.decode([5])")
     out = [check_int("ids 里的编号", i) for i in ids]
     bad = [i for i in out if i >= vocab_size]
     if bad:

@@ -123,3 +123,12 @@ def test_decoding_invalid_bytes_matches_python() -> None:
 def test_errors_name_the_argument(call, name: str) -> None:
     with pytest.raises(ValueError, match=name):
         call(CharTokenizer(["山"]))
+
+
+@pytest.mark.parametrize("ids", [5, None, 3.0, {1, 2}, {1: "a"}])
+def test_decode_wants_an_ordered_sequence_of_ids(ids: object) -> None:
+    """A bare number, None or an unordered collection is a clear error (a bare int was a TypeError, a set decoded in
+    whatever order it iterates)."""
+    tok = CharTokenizer.train("春眠不覺曉", min_count=1)
+    with pytest.raises(ValueError, match="有顺序的词元编号序列"):
+        tok.decode(ids)
