@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum
 NODE_STAMP := node_modules/.installed-$(shell cksum < package-lock.json | cut -d' ' -f1)
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup node-tools bench-tools pdf serve build check test test-long lint figures labs new bench lock-py313 clean
+.PHONY: setup node-tools bench-tools pdf serve build check test test-article test-long lint figures labs new bench lock-py313 clean
 
 setup: $(STAMP)
 
@@ -75,6 +75,14 @@ bench: setup bench-tools
 test: setup node-tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# 只运行一篇文章的检查（它的「车道」）：内容检查、它引用的代码和它的图、练习答案、论断的测试、严格构建（读 .cache/）、
+# 浏览器里它的页面（axe、练习、可操作的图、模型演示、CSP）、它的实验在空文件夹里运行。跑哪些由文章的依赖选出：
+#   make test-article SLUG=transformer-attention
+# 只看会跑什么：.venv/bin/python -m llmsite lane <slug> --list
+test-article: setup
+	@test -n "$(SLUG)" || { echo "用法：make test-article SLUG=<文章的 slug>（docs/articles/<slug>.md）" >&2; exit 2; }
+	$(BIN)/python -m llmsite lane $(SLUG)
 
 # 同一套测试，随机编辑序列跑得更久：3 个种子、每个 20 步（make test 是 1 个种子、每种编辑各 1 步）。
 # 改了增量预览（llmsite/serve、llmsite/mkdocs）时跑它；比 make test 多几分钟。

@@ -74,8 +74,48 @@ class _QuietServer(http.server.ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+# --------------------------------------------------------------------------- one article's lane
+#
+# `--article <slug>` (python -m llmsite lane, make test-article) runs the checks of one article: llmsite/lane chooses
+# the test files; here, within them, tests whose parameters or body name only other articles are left out
+# (llmsite/lane/select.py: `keeps`), and tests that go over every page check only the article's (`lane_pages`).
+
+LANE: list[str] = []  # the --article slugs of this run (empty: the whole suite)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--article", action="append", default=[], metavar="SLUG",
+                     help="只运行这篇文章的检查（可重复；python -m llmsite lane 用它）")
+
+
+@functools.cache
+def _lane_graph():
+    from llmsite.lane import graph
+
+    return graph.load(ROOT)
+
+
+def lane_pages(pages: list[str], part: slice = slice(None)) -> list[str]:
+    """``pages`` (paths from the site root, ``articles/x/`` or ``articles/x/index.html``), then ``part`` of them; under
+    ``--article`` only the article's pages (its page and its labs'), and the test is skipped when ``part`` of them is
+    empty (a shard with no page of the article)."""
+    if not LANE:
+        return pages[part]
+    own = _lane_graph().pages(LANE)
+    kept = [p for p in pages if p.startswith(own)][part]
+    if not kept:
+        pytest.skip(f"--article {' '.join(LANE)}：这一部分里没有它的页面")
+    return kept
+
+
 @pytest.hookimpl(trylast=True)  # after pytest's own tmp_path setup
 def pytest_configure(config: pytest.Config) -> None:
+    LANE[:] = config.getoption("article") or []
+    if LANE:
+        unknown = sorted(set(LANE) - set(_lane_graph().articles))
+        if unknown:
+            raise pytest.UsageError(f"--article：没有这篇文章：{'、'.join(unknown)}"
+                                    f"（有：{'、'.join(_lane_graph().articles)}）")
     # CPU seconds per test, for bench/README.md (python -m bench.suite --cpu); a copy of the repository without bench/
     # (tests/scaffold runs pytest in one) runs without it
     if os.environ.get("LLM_CPU_LOG") and (ROOT / "bench" / "cputime.py").is_file():
@@ -140,6 +180,18 @@ SHARED_FIXTURES = frozenset({"built_site", "clean_build", "repo_cache", "trained
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if LANE:
+        from llmsite.lane.select import keeps
+
+        lane, graph = set(LANE), _lane_graph()
+        kept, left = [], []
+        for item in items:
+            params = getattr(getattr(item, "callspec", None), "params", {})
+            (kept if keeps(graph, lane, params, getattr(item, "function", None)) else left).append(item)
+        if left:
+            config.hook.pytest_deselected(items=left)
+            items[:] = kept
+
     def file_of(item: pytest.Item) -> str:
         return item.nodeid.split("::", 1)[0]
 

