@@ -8,6 +8,7 @@ import importlib.metadata
 import os
 import platform
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -111,6 +112,9 @@ class Run:
     returncode: int
     output: str
     steps: list[dict[str, Any]] = field(default_factory=list)  # the build's step reports (llmsite.report)
+    # user + sys CPU seconds of the command and every descendant it waited for (getrusage(RUSAGE_CHILDREN) before
+    # and after; the bench runs one command at a time, so nothing else is counted)
+    cpu: float = 0.0
 
     @property
     def built_in(self) -> float | None:
@@ -135,6 +139,7 @@ class Run:
 def timed(cmd: Sequence[str], *, cwd: Path, env: dict[str, str], timeout: float = 1800, check: bool = True) -> Run:
     """Run ``cmd`` and measure its wall-clock time."""
     start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         proc = subprocess.run(
             list(cmd),
@@ -150,7 +155,9 @@ def timed(cmd: Sequence[str], *, cwd: Path, env: dict[str, str], timeout: float 
         )
     except subprocess.TimeoutExpired as exc:
         raise BenchError(f"timed out after {timeout:.0f} s: {' '.join(cmd)}") from exc
-    run = Run(time.perf_counter() - start, proc.returncode, proc.stdout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    run = Run(time.perf_counter() - start, proc.returncode, proc.stdout, cpu=cpu)
     if check and proc.returncode != 0:
         tail = "\n".join(proc.stdout.splitlines()[-30:])
         raise BenchError(f"exit code {proc.returncode}: {' '.join(cmd)} (in {cwd})\n{tail}")

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import common, suite
+from . import common, cputime, suite
 from .common import PYTHON, BenchError, Run, Samples, Workspace, fingerprint, load_average, log, ratio, rotate, timed
 
 DEFAULT_REPEATS = 1
@@ -750,7 +750,10 @@ def _suite_run(ws: Workspace, report: Path) -> dict[str, Any]:
     # it, that cannot work. It is left out of both runs alike (about 2 s).
     smoke = "tests/bench/test_marginal.py::test_generated_article_is_a_valid_article_with_code_a_figure_and_a_lab"
     cmd = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", "--deselect", smoke]
-    r = timed(cmd, cwd=ws.root, env=_suite_env(ws), timeout=SUITE_TIMEOUT, check=False)
+    cpu_log = report.with_suffix(".cpu.jsonl")
+    cpu_log.unlink(missing_ok=True)
+    env = {**_suite_env(ws), cputime.LOG_ENV: str(cpu_log)}
+    r = timed(cmd, cwd=ws.root, env=env, timeout=SUITE_TIMEOUT, check=False)
     found = _SUMMARY.findall(r.output)
     cases = suite.read(report) if report.is_file() else []
     ws.clear_cache()
@@ -761,28 +764,34 @@ def _suite_run(ws: Workspace, report: Path) -> dict[str, Any]:
         "tail": r.output.splitlines()[-15:] if r.returncode != 0 else [],
         "tests": len(cases),
         "work_s": sum(c.seconds for c in cases),
-        "by_file": _by_file(cases),
+        "cpu_s": r.cpu,
+        "by_file": _by_file(cases, suite.read_cpu(cpu_log) if cpu_log.is_file() else {}),
         "report": str(report),
         "load_average": load_average(),
     }
 
 
-def _by_file(cases: list[suite.Case]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = defaultdict(lambda: {"tests": 0, "seconds": 0.0})
+def _by_file(cases: list[suite.Case], cpu: dict[str, tuple[int, float, float]]) -> dict[str, dict[str, float]]:
+    """Per test file: test cases, the tests' own seconds (JUnit) and CPU seconds (bench/cputime.py's log)."""
+    out: dict[str, dict[str, float]] = defaultdict(lambda: {"tests": 0, "seconds": 0.0, "cpu_s": 0.0})
     for c in cases:
         out[c.file]["tests"] += 1
         out[c.file]["seconds"] += c.seconds
-    return {f: {"tests": int(v["tests"]), "seconds": round(v["seconds"], 3)} for f, v in sorted(out.items())}
+    for f, (_, cpu_s, _) in cpu.items():
+        out[f]["cpu_s"] += cpu_s
+    return {f: {"tests": int(v["tests"]), "seconds": round(v["seconds"], 3), "cpu_s": round(v["cpu_s"], 3)}
+            for f, v in sorted(out.items())}
 
 
 def file_differences(runs_a: list[dict[str, Any]], runs_b: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per test file: median seconds (over the runs) in A and B, the difference, and the change in test cases;
-    the files that grew most first."""
-    def medians(runs: list[dict[str, Any]]) -> dict[str, tuple[float, int]]:
+    """Per test file: median seconds and CPU seconds (over the runs) in A and B, the differences, and the change in
+    test cases; the files whose CPU grew most first."""
+    def medians(runs: list[dict[str, Any]]) -> dict[str, tuple[float, float, int]]:
         files = {f for r in runs for f in r["by_file"]}
         return {
             f: (
                 statistics.median(r["by_file"].get(f, {}).get("seconds", 0.0) for r in runs),
+                statistics.median(r["by_file"].get(f, {}).get("cpu_s", 0.0) for r in runs),
                 max(int(r["by_file"].get(f, {}).get("tests", 0)) for r in runs),
             )
             for f in files
@@ -791,10 +800,12 @@ def file_differences(runs_a: list[dict[str, Any]], runs_b: list[dict[str, Any]])
     ma, mb = medians(runs_a), medians(runs_b)
     rows = []
     for f in sorted(set(ma) | set(mb)):
-        (sa, na), (sb, nb) = ma.get(f, (0.0, 0)), mb.get(f, (0.0, 0))
+        sa, ca, na = ma.get(f, (0.0, 0.0, 0))
+        sb, cb, nb = mb.get(f, (0.0, 0.0, 0))
         rows.append({"file": f, "without_s": round(sa, 3), "with_s": round(sb, 3), "difference_s": round(sb - sa, 3),
+                     "without_cpu_s": round(ca, 3), "with_cpu_s": round(cb, 3), "cpu_difference_s": round(cb - ca, 3),
                      "tests_without": na, "tests_with": nb, "new": f not in ma})
-    return sorted(rows, key=lambda r: -r["difference_s"])
+    return sorted(rows, key=lambda r: (-r["cpu_difference_s"], -r["difference_s"]))
 
 
 def suite_cost(ctx: MarginalContext, a: Workspace, b: Workspace) -> dict[str, Any]:
@@ -813,9 +824,11 @@ def suite_cost(ctx: MarginalContext, a: Workspace, b: Workspace) -> dict[str, An
                 )
     wall = _difference(Samples([r["seconds"] for r in runs["a"]]), Samples([r["seconds"] for r in runs["b"]]))
     work = _difference(Samples([r["work_s"] for r in runs["a"]]), Samples([r["work_s"] for r in runs["b"]]))
+    cpu = _difference(Samples([r["cpu_s"] for r in runs["a"]]), Samples([r["cpu_s"] for r in runs["b"]]))
     return {
         **wall,
         "work": work,  # the sum of the tests' own times (under xdist: every worker's, more than the wall time)
+        "cpu": cpu,  # user + sys CPU seconds of the whole pytest process tree: the figure the budget is about
         "tests_without": max(r["tests"] for r in runs["a"]),
         "tests_with": max(r["tests"] for r in runs["b"]),
         "files": file_differences(runs["a"], runs["b"]),
@@ -858,15 +871,23 @@ def render(results: dict[str, Any], top: int = 10) -> str:
                      f"{c['labs_step_difference_s']:+.1f} s（新图本身 {c['new_figure_draw_s']:.1f} s） | |")
     s = results.get("suite") or {}
     if "without" in s:
-        lines.append(f"| 测试（`pytest`，空缓存，墙钟） | {_pair(s)} | ≤ {s['budget_s']:.0f} s |")
+        if "cpu" in s:
+            c = s["cpu"]
+            lines.append(f"| 测试的 CPU 秒（pytest 和它的全部子进程，user + sys） | "
+                         f"{c['without']['median']:.0f} → {c['with']['median']:.0f}，多 {c['difference_s']:+.0f} "
+                         f"（{c['ratio']:.3f}×） | ≤ {s['budget_s']:.0f} CPU 秒 |")
+        lines.append(f"| 测试（`pytest`，空缓存，墙钟） | {_pair(s)} | |")
         w = s["work"]
         lines.append(f"| 各测试时间之和 | {w['without']['median']:.0f} s → {w['with']['median']:.0f} s，"
                      f"多 {w['difference_s']:+.0f} s；测试数 {s['tests_without']} → {s['tests_with']} | |")
-        lines += ["", "| 增长最多的测试文件 | 没有 | 有 | 差 | 测试数 |", "| --- | ---: | ---: | ---: | --- |"]
+        lines += ["", "| CPU 增长最多的测试文件 | CPU 秒：没有 → 有 | 差 | 墙钟秒：没有 → 有 | 测试数 |",
+                  "| --- | ---: | ---: | ---: | --- |"]
         for row in s["files"][:top]:
             new = "（新文件）" if row["new"] else ""
-            lines.append(f"| `{row['file']}`{new} | {row['without_s']:.1f} | {row['with_s']:.1f} | "
-                         f"{row['difference_s']:+.1f} | {row['tests_without']} → {row['tests_with']} |")
+            lines.append(f"| `{row['file']}`{new} | {row.get('without_cpu_s', 0.0):.1f} → "
+                         f"{row.get('with_cpu_s', 0.0):.1f} | {row.get('cpu_difference_s', 0.0):+.1f} | "
+                         f"{row['without_s']:.1f} → {row['with_s']:.1f} | "
+                         f"{row['tests_without']} → {row['tests_with']} |")
     elif "skipped" in s:
         lines.append(f"| 测试 | 没有测：{s['skipped']} | |")
     return "\n".join(lines)

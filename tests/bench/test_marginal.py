@@ -36,14 +36,31 @@ def test_generated_article_is_a_valid_article_with_code_a_figure_and_a_lab(tmp_p
     assert "label_smoothing=eps" in (ws.root / "tests" / "code" / f"test_{marginal.MODULE}.py").read_text()
 
 
-def test_file_differences_put_the_files_that_grew_first() -> None:
-    a = [{"by_file": {"tests/x.py": {"tests": 2, "seconds": 10.0}, "tests/y.py": {"tests": 1, "seconds": 5.0}}}]
-    b = [{"by_file": {"tests/x.py": {"tests": 3, "seconds": 14.0}, "tests/y.py": {"tests": 1, "seconds": 4.5},
-                      "tests/z.py": {"tests": 4, "seconds": 2.0}}}]
+def test_file_differences_put_the_files_whose_cpu_grew_first() -> None:
+    a = [{"by_file": {"tests/x.py": {"tests": 2, "seconds": 10.0, "cpu_s": 12.0},
+                      "tests/y.py": {"tests": 1, "seconds": 5.0, "cpu_s": 9.0}}}]
+    b = [{"by_file": {"tests/x.py": {"tests": 3, "seconds": 14.0, "cpu_s": 13.0},
+                      "tests/y.py": {"tests": 1, "seconds": 4.5, "cpu_s": 9.0},
+                      "tests/z.py": {"tests": 4, "seconds": 2.0, "cpu_s": 6.0}}}]
     rows = marginal.file_differences(a, b)
-    assert [r["file"] for r in rows] == ["tests/x.py", "tests/z.py", "tests/y.py"]
-    assert rows[0]["difference_s"] == 4.0 and (rows[0]["tests_without"], rows[0]["tests_with"]) == (2, 3)
-    assert rows[1]["new"] and not rows[0]["new"]
+    assert [r["file"] for r in rows] == ["tests/z.py", "tests/x.py", "tests/y.py"]
+    assert rows[1]["difference_s"] == 4.0 and rows[1]["cpu_difference_s"] == 1.0
+    assert (rows[1]["tests_without"], rows[1]["tests_with"]) == (2, 3)
+    assert rows[0]["new"] and not rows[1]["new"]
+
+
+def test_timed_counts_the_cpu_of_the_command_and_its_children_not_its_waiting(tmp_path: Path) -> None:
+    import sys
+
+    from bench.common import timed
+
+    # a child that burns 0.3 CPU-seconds inside a grandchild, and one that only sleeps
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    spawn = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}], check=True)"
+    busy = timed([sys.executable, "-c", spawn], cwd=tmp_path, env={})
+    idle = timed([sys.executable, "-c", "import time; time.sleep(0.3)"], cwd=tmp_path, env={})
+    assert busy.cpu >= 0.3
+    assert idle.cpu < 0.25 and idle.seconds >= 0.3
 
 
 def test_the_table_shows_the_build_and_the_suite() -> None:
@@ -54,9 +71,11 @@ def test_the_table_shows_the_build_and_the_suite() -> None:
     rows = marginal.file_differences([{"by_file": {"tests/x.py": {"tests": 2, "seconds": 10.0}}}],
                                      [{"by_file": {"tests/x.py": {"tests": 3, "seconds": 14.0}}}])
     wall = marginal._difference(Samples([900.0]), Samples([950.0]))
-    results = {"cold": cold, "suite": {**wall, "work": wall, "tests_without": 2, "tests_with": 3, "files": rows,
-                                       "budget_s": 60.0}}
+    cpu = marginal._difference(Samples([1700.0]), Samples([1742.0]))
+    results = {"cold": cold, "suite": {**wall, "work": wall, "cpu": cpu, "tests_without": 2, "tests_with": 3,
+                                       "files": rows, "budget_s": 60.0}}
     assert cold["paired_differences_s"] == [20.0, 19.0] and cold["paired_difference_s"] == 19.5
     text = marginal.render(results)
+    assert "1700 → 1742，多 +42" in text
     assert "+19.5 s" in text and "+50.0 s" in text and "`tests/x.py`" in text and "2 → 3" in text
     assert "没有测" in marginal.render({"cold": cold, "suite": {"skipped": "no --marginal-suite"}})
