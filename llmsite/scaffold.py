@@ -6,7 +6,8 @@
         --stage 1 --after transformer-attention
 
 Creates docs/articles/<slug>.md, code/<slug_with_underscores>.py, its figures and exercise answers
-code/figures/<slug_with_underscores>.py and tests/code/test_<slug_with_underscores>.py, and adds the
+code/figures/<slug_with_underscores>.py, tests/code/test_<slug_with_underscores>.py and the independent
+recomputation of its exercise answers tests/exercises/test_<slug_with_underscores>_answers.py, and adds the
 slug to data/route.yml.
 Never overwrites an existing file; every file is written atomically.
 """
@@ -136,13 +137,15 @@ def create(req: Request, root: Path = ROOT) -> list[Path]:
     module = (TEMPLATES / "module.py.txt").read_text(encoding="utf-8").format(**fields)
     figures = (TEMPLATES / "figures_module.py.txt").read_text(encoding="utf-8").format(**fields)
     test = (TEMPLATES / "test_module.py.txt").read_text(encoding="utf-8").format(**fields)
+    answers = (TEMPLATES / "test_answers.py.txt").read_text(encoding="utf-8").format(**fields)
     created = [
         root / "docs" / "articles" / f"{req.slug}.md",
         root / "code" / f"{req.module}.py",
         root / "code" / "figures" / f"{req.module}.py",
         root / "tests" / "code" / f"test_{req.module}.py",
+        root / "tests" / "exercises" / f"test_{req.module}_answers.py",
     ]
-    for path, content in zip(created, (article, module, figures, test), strict=True):
+    for path, content in zip(created, (article, module, figures, test, answers), strict=True):
         try:
             atomic.write_text(path, content, exclusive=True)
         except atomic.FileExists as exc:

@@ -42,6 +42,7 @@ KINDS = (
     Kind("文中数字的论断", ("tests/figures/test_*_claims.py",), "names"),
     Kind("可操作的图的数据", ("tests/figures/test_*_interactive.py",), "names"),
     Kind("练习答案的重新计算", ("tests/exercises/test_*answers.py",), "names"),
+    Kind("每个练习答案都有独立的重新计算", ("tests/exercises/test_answers.py",), "every"),
     Kind("练习的组成", ("tests/exercises/test_every_code_article.py",), "every"),
     Kind("页面：axe（浅色、深色，375 px、1280 px）", ("tests/browser/test_accessibility.py",), "every"),
     Kind("页面：练习", ("tests/browser/test_exercises.py",), "names"),

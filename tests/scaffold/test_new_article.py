@@ -53,6 +53,7 @@ def test_creates_article_module_test_and_route_entry(repo: Path) -> None:
     assert (repo / "code/speculative_decoding.py").is_file()
     assert (repo / "code/figures/speculative_decoding.py").is_file()  # the article's figure and exercise answers
     assert (repo / "tests/code/test_speculative_decoding.py").is_file()
+    assert (repo / "tests/exercises/test_speculative_decoding_answers.py").is_file()  # their independent recomputation
     from llmsite.content.catalog import load_route
 
     route, problems = load_route(repo / "data/route.yml", root=repo)
@@ -86,7 +87,8 @@ def test_generated_python_is_ruff_clean(repo: Path, slug: str) -> None:
     args[args.index("--title") + 1] = f"新文章 {slug}"
     assert scaffold(repo, *args).returncode == 0
     module = slug.replace("-", "_")
-    files = [f"code/{module}.py", f"code/figures/{module}.py", f"tests/code/test_{module}.py"]
+    files = [f"code/{module}.py", f"code/figures/{module}.py", f"tests/code/test_{module}.py",
+             f"tests/exercises/test_{module}_answers.py"]
     lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", *files], cwd=repo,
                           capture_output=True, text=True, timeout=60)
     assert lint.returncode == 0, lint.stdout + lint.stderr
