@@ -324,11 +324,12 @@ DIGEST = ("import hashlib\n"
 
 
 # A lab built on a model another lab trains gets that model's file, as a reader who ran the other lab has it: the
-# lora and efficient-inference labs start from the Tang GPT that gpt_lab trains (and fingerprints, above) in its own
-# empty folder in this same run. Training it again in each (30-50 s of CPU apiece) would check nothing more. Each
-# still computes its own results in its fresh kernel (the lora lab fine-tunes, the other quantizes), and what it
-# prints must equal, line for line, what the build's execution printed.
-GIVEN = {"lora_lab": "tang-gpt", "efficient_inference_lab": "tang-gpt"}
+# lora, efficient-inference and evaluation labs start from the Tang GPT that gpt_lab trains (and fingerprints, above)
+# in its own empty folder in this same run. Training it again in each (30-50 s of CPU apiece) would check nothing
+# more. Each still computes its own results in its fresh kernel (the lora lab fine-tunes, the efficient-inference lab
+# quantizes, the evaluation lab fine-tunes its 500-step model and samples), and what it prints must equal, line for
+# line, what the build's execution printed.
+GIVEN = {"lora_lab": "tang-gpt", "efficient_inference_lab": "tang-gpt", "evaluation_lab": "tang-gpt"}
 REPRODUCED = {  # snippets of the cells whose printed results are compared, and what says it computed them itself
     "lora_lab": (("summary(result)",), "现场微调"),
     "efficient_inference_lab": (("validation_windows(tok)", "for row in cost_table()"), None),

@@ -45,8 +45,8 @@ def _put(repo: Repo, field: str, value: str) -> tuple[str, int]:
         return "data/tags.yml", text.rstrip("\n").count("\n") + 2
     if field == "stage title":
         text = repo.read("data/route.yml")
-        assert "  - title: 第三阶段：用好大模型\n" in text
-        repo.write("data/route.yml", text.replace("  - title: 第三阶段：用好大模型\n", f"  - title: {_yaml(value)}\n"))
+        assert "  - title: 第四阶段：用好大模型\n" in text
+        repo.write("data/route.yml", text.replace("  - title: 第四阶段：用好大模型\n", f"  - title: {_yaml(value)}\n"))
         lines = repo.read("data/route.yml").splitlines()
         return "data/route.yml", next(i for i, row in enumerate(lines, 1) if row.startswith('  - title: "'))
     raise AssertionError(field)

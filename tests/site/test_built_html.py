@@ -420,12 +420,15 @@ def test_route_page(site, content):
     assert sorted(all_linked) == sorted(content.articles) and len(all_linked) == len(set(all_linked))
 
 
-def test_the_route_is_three_stages_with_stage_two_between(site, content):
-    """Issue #27: stage 2 (from the small GPT to a modern model) sits between the Transformer basics and using models
-    (the route page and 下一篇 follow data/route.yml: test_route_page, test_prev_next_follow_route)."""
+def test_the_route_is_four_stages_with_stage_two_between(site, content):
+    """Issue #27: stage 2 (from the small GPT to a modern model) sits between the Transformer basics and the rest;
+    stage 3 (alignment, opened by the evaluation article) comes before using models (the route page and 下一篇
+    follow data/route.yml: test_route_page, test_prev_next_follow_route)."""
     titles = [text_of(h).removesuffix("¶").strip() for h in site.main("route/").find_all("h2")]
-    assert len(titles) == 3 and titles[1] == "第二阶段：从小 GPT 到现代大模型", titles
+    assert len(titles) == 4 and titles[1] == "第二阶段：从小 GPT 到现代大模型", titles
+    assert titles[2:] == ["第三阶段：对齐：从会写诗到写好诗", "第四阶段：用好大模型"], titles
     assert content.stages[0][1][-1] == "decoding" and content.stages[1][1][:2] == ["bpe-tokenizer", "llama-block"]
+    assert content.stages[2][1][0] == "evaluation"
 
 
 def test_tags_page(site, content):
