@@ -119,7 +119,7 @@ for h, ps in list(zip(heads, poems, strict=True))[:3]:
     print(f"  藏头「{h}」 {ps[0]}  句首对上 {head_hits(h, ps[0])} 句")
 
 # %% [markdown]
-# ## 4. pass@k
+# ## 4. 多写几首：它的 pass@k
 #
 # 数出每组 8 首里四句全对的首数，算 $k=1,2,4,8$ 的 pass@k。它随 $k$ 涨得多快？
 

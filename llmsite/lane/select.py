@@ -51,8 +51,8 @@ KINDS = (
     Kind("页面：每张可操作的图都能动", ("tests/browser/test_every_explorable_figure.py",), "every"),
     Kind("页面：模型演示", ("tests/browser/test_*playground*.py", "tests/playground/test_*.py"), "names"),
     Kind("页面：内容安全策略（CSP）", ("tests/security/test_csp.py",), "every"),
-    Kind("动手实验：页面、下载、在空文件夹里运行", ("tests/labs/test_real_labs.py", "tests/labs/test_lab_browser.py"),
-         "labs"),
+    Kind("动手实验：页面、下载、在空文件夹里运行",
+         ("tests/labs/test_real_labs.py", "tests/labs/test_lab_browser.py", "tests/labs/test_lab_pages.py"), "labs"),
 )
 
 

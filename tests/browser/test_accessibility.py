@@ -311,6 +311,10 @@ def test_svg_text_parser_reads_matplotlib_font_sizes(tmp_path):
     assert smallest == pytest.approx(7)
 
 
+ALL_EXPLORABLE_LIVE = ("() => [...document.querySelectorAll('figure[data-llm-data]')]"
+                       ".every(f => f.classList.contains('llm-figure--live'))")
+
+
 @pytest.mark.parametrize("scheme", list(SCHEMES), ids=list(SCHEMES))
 def test_figure_text_is_legible_on_a_phone(page, site_server, built_site, scheme):
     """At 375 px the smallest text of every figure is at least Material's small type, and a figure
@@ -323,6 +327,10 @@ def test_figure_text_is_legible_on_a_phone(page, site_server, built_site, scheme
     problems, seen = [], 0
     for path in pages:
         page.goto(site_server + path)
+        # An explorable figure hides its static image once its data arrives (figures.js). Measure after that, not
+        # during it: the image found wide here could be hidden before the arrow keys reach it (the scaffolded
+        # article's lane failed so under load).
+        page.wait_for_function(ALL_EXPLORABLE_LIVE, timeout=30_000)
         sizes = page.evaluate(SMALL_TEXT_PX)
         assert sizes["small"] < sizes["body"], sizes
         for fig in page.evaluate(FIGURES_ON_PAGE):
