@@ -56,6 +56,11 @@ def _direct(path: Path, mtime_ns: int, code_dir: Path) -> tuple[Path, ...]:
     return tuple(sorted(found))
 
 
+def direct_imports(path: Path, code_dir: Path = CODE) -> tuple[Path, ...]:
+    """The files of ``code_dir`` that ``path`` (a module, or a test file outside it) imports directly."""
+    return _direct(path, path.stat().st_mtime_ns, code_dir.resolve())
+
+
 def closure(module: Path, code_dir: Path = CODE) -> list[Path]:
     """``module`` and every module of ``code_dir`` it imports, transitively, sorted (stored like
     ``definition_deps``: a warm build parses nothing; asked again within one build, remembered)."""

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from llmsite.cache.deps import direct_imports
 from llmsite.lane.graph import Article, SiteGraph
 from llmsite.paths import rel
 
@@ -73,24 +74,6 @@ def strings(path: Path) -> tuple[str, ...]:
     return _strings(path, path.stat().st_mtime_ns)
 
 
-@lru_cache(maxsize=512)
-def _imports(path: Path, mtime_ns: int, code: Path) -> frozenset[Path]:
-    """The modules of ``code`` a test file imports directly."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    found = set()
-    for name in names:
-        candidate = code.joinpath(*name.split(".")).with_suffix(".py")
-        if candidate.is_file():
-            found.add(candidate.resolve())
-    return frozenset(found)
-
-
 def module_of(test: Path, code: Path) -> Path | None:
     """The module of ``code/`` a ``tests/code/test_<m>[_more].py`` file is named after (the longest such name)."""
     rest = test.stem.removeprefix("test_")
@@ -119,7 +102,7 @@ def _why_module(test: Path, art: Article, graph: SiteGraph) -> str | None:
             where = f"{rel(art.source, graph.root)}:{art.include_lines[owner]}"
             return f"测试 {rel(owner, graph.root)}（文章引用它，{where}）"
         return None
-    imported = _imports(test, test.stat().st_mtime_ns, code)
+    imported = frozenset(p.resolve() for p in direct_imports(test, code))
     if imported and imported <= included:
         names = "、".join(sorted(rel(p, graph.root) for p in imported))
         return f"只测文章引用的模块：{names}"

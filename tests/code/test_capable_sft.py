@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict, fields, replace
-from functools import cache
 
 import capable_sft
 import pytest
@@ -28,24 +27,14 @@ from capable_sft import (
     train_capable,
     train_capable_seed,
 )
-from gpt_from_scratch import MIN_COUNT, load_poems, poem_config, split_poems
+from gpt_from_scratch import poem_config
 from lora_train import SFTHistory, SFTSettings, finetune, poem_lists
-from tiny_transformer import TinyTransformer
-from tokenizer import CharTokenizer
+
+from tests.code.test_lora_train import random_gpt, tok  # 第一阶段的词表，和这个形状的随机 GPT
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 TINY = replace(CAPABLE_SETTINGS, steps=3, batch_size=2, warmup=1, eval_every=2, curve_samples=4)
-
-
-@cache
-def tok() -> CharTokenizer:
-    return CharTokenizer.train(split_poems(load_poems())[0], min_count=MIN_COUNT)
-
-
-def random_gpt(seed: int = 0) -> TinyTransformer:
-    torch.manual_seed(seed)
-    return TinyTransformer(poem_config(tok().vocab_size)).eval()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from functools import cache
 
 import pytest
 import torch
@@ -30,24 +29,15 @@ from evaluation import (
     save_comparison,
     score_poems,
 )
-from gpt_from_scratch import MIN_COUNT, load_poems, poem_config, split_poems
+from gpt_from_scratch import poem_config
 from tiny_transformer import TinyTransformer
-from tokenizer import CharTokenizer
+
+from tests.code.test_lora_train import random_gpt, tok  # 第一阶段的词表，和这个形状的随机 GPT
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 POEM = "四時運灰琯，一夕變冬春。送寒餘雪盡，迎歲早梅新。"  # 语料的第一首，藏头「四一送迎」
 SPRING = "春眠不覺曉，處處聞啼鳥。夜來風雨聲，花落知多少。"  # 藏头「春處夜花」，第二、四句押韵（鳥、少）
-
-
-@cache
-def tok() -> CharTokenizer:
-    return CharTokenizer.train(split_poems(load_poems())[0], min_count=MIN_COUNT)
-
-
-def random_gpt(seed: int = 0) -> TinyTransformer:
-    torch.manual_seed(seed)
-    return TinyTransformer(poem_config(tok().vocab_size)).eval()
 
 
 # --------------------------------------------------------------------------- pass@k
