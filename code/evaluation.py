@@ -21,7 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from acrostic import N_LINES, POEM_TOKENS, acrostic_prompt, check_heads, check_heads_list, line_heads, usable
+from acrostic import (
+    N_LINES,
+    POEM_TOKENS,
+    acrostic_prompt,
+    check_heads,
+    check_heads_list,
+    check_tokenizer,
+    line_heads,
+    usable,
+)
 from capable_sft import SEEDS as CAPABLE_SEEDS
 from capable_sft import capable_model
 from gpt_from_scratch import load_poems, split_poems
@@ -29,6 +38,7 @@ from kv_cache import generate
 from lora_train import base_model, finetuned_model, finetuning
 from tiny_transformer import TinyTransformer
 from tokenizer import CharTokenizer
+from torch import Tensor
 from verifiers import char_diversity, distinct_share, verify, wilson_interval
 
 # --8<-- [start:settings]
@@ -46,18 +56,40 @@ MODEL_LABELS = {"base": "第一阶段唐诗 GPT", "lora-1": "SFT LoRA r=1", "lor
 
 
 # --8<-- [start:sample]
+@dataclass
+class Samples:
+    """sample_poems 的结果。tokens (B, N)：生成的词元（不含提示）；mask (B, N)：到第一个换行（含）为止的词元；
+    texts：解码到第一个换行为止的诗。同一组藏头的几首排在一起。"""
+
+    tokens: Tensor
+    mask: Tensor
+    texts: list[str]
+
+
 @torch.no_grad()
+def sample_poems(model: TinyTransformer, tok: CharTokenizer, heads: Sequence[str], n: int, temperature: float,
+                 generator: torch.Generator, chunk: int = 256, max_new_tokens: int = POEM_TOKENS) -> Samples:
+    """每组藏头按温度 temperature 采样 n 首（每次最多 chunk 条一起生成，省内存）。
+
+    第二、三篇的 DPO 和 GRPO 也用它。同一个 generator、不同的 chunk，随机数分给各条的方式不同，写出的诗也不同。"""
+    check_poem_sample_args(model, tok, heads, n, temperature, generator, chunk, max_new_tokens)
+    prompts = torch.tensor([tok.encode(acrostic_prompt(h)) for h in heads]).repeat_interleave(n, dim=0)
+    P = prompts.size(1)  # 藏头的字各是一个词元，所以每条提示一样长
+    new = torch.cat([generate(model, prompts[i:i + chunk], max_new_tokens, do_sample=True, temperature=temperature,
+                              generator=generator).tokens[:, P:] for i in range(0, prompts.size(0), chunk)])
+    is_newline = (new == tok.char_to_id["\n"]).int()
+    mask = (is_newline.cumsum(dim=1) - is_newline) == 0  # 第一个换行之后的词元不算：诗已经写完了
+    return Samples(new, mask, [tok.decode(row).split("\n")[0] for row in new.tolist()])
+
+
 def sample_acrostics(model: TinyTransformer, tok: CharTokenizer, heads: list[str], n: int, seed: int,
                      temperature: float = TEMPERATURE) -> list[list[str]]:
     """每组藏头按温度采样写 n 首诗（到第一个换行为止）：结果的第 i 项是第 i 组藏头的 n 首。
 
     一个 torch.Generator 管住全部随机数：同一个 seed 得到同样的诗。"""
     check_sample_args(model, tok, heads, n, seed, temperature)
-    prompts = torch.tensor([tok.encode(acrostic_prompt(h)) for h in heads])  # 提示一样长
-    gen = torch.Generator().manual_seed(seed)
-    out = generate(model, prompts.repeat_interleave(n, dim=0), POEM_TOKENS, do_sample=True,
-                   temperature=temperature, generator=gen)  # code/kv_cache.py
-    texts = [tok.decode(row).split("\n")[0] for row in out.tokens[:, prompts.size(1):]]
+    texts = sample_poems(model, tok, heads, n, temperature, torch.Generator().manual_seed(seed),
+                         chunk=len(heads) * n).texts  # 一次生成全部
     return [texts[i * n:(i + 1) * n] for i in range(len(heads))]
 # --8<-- [end:sample]
 
@@ -399,3 +431,28 @@ if __name__ == "__main__":
               f"贪心 {run['greedy']['line_heads'].value:.1%}  别的提示 {run['other_prompt'].value:.1%}  "
               f"格式 {s['form'].value:.1%}  押韵 {s['rhyme'].value:.1%}  "
               f"pass@1/16 {run['pass_at_k'][1]:.3f}/{run['pass_at_k'][16]:.3f}")
+
+
+def check_model_tok(model: object, tok: object) -> None:
+    if not isinstance(model, TinyTransformer):
+        raise ValueError(f"model 应为 TinyTransformer（例如 capable_model() 的 SFT 模型），收到 {type(model).__name__}")
+    check_tokenizer(tok)
+    if model.cfg.vocab_size != tok.vocab_size:
+        raise ValueError(f"模型的词表大小 {model.cfg.vocab_size} 和分词器的 {tok.vocab_size} 不同：不是配套的一对")
+    if "\n" not in tok.char_to_id:
+        raise ValueError("分词器的词表里没有换行：靠换行判断一首诗写完了")
+
+
+def check_poem_sample_args(model: object, tok: object, heads: object, n: object, temperature: object,
+                           generator: object, chunk: object, max_new_tokens: object) -> None:
+    check_model_tok(model, tok)
+    if isinstance(heads, str) or not isinstance(heads, Sequence) or not heads:
+        raise ValueError(f"heads 应是藏头的非空列表，例如 ['春夏秋冬']（一组也要放进列表），收到 {heads!r}")
+    check_heads_list(list(heads), tok)
+    check_int("n", n, minimum=1)
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0 < temperature < math.inf:
+        raise ValueError(f"temperature 应为有限的正数，收到 {temperature!r}")
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator 应为 torch.Generator（决定采样的随机数），收到 {type(generator).__name__}")
+    check_int("chunk", chunk, minimum=1)
+    check_int("max_new_tokens", max_new_tokens, minimum=1)

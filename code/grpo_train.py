@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
 
 import torch
 from acrostic import POEM_TOKENS, acrostic_prompt, check_heads_list, check_tokenizer
+from capable_sft import capable_model
+from evaluation import evaluate_model, held_out_heads, model_comparison, plain_rates, revive_rates, sample_poems
 from grpo import group_advantages, grpo_loss
-from kv_cache import generate
+from lora_train import finetuned_model, finetuning
 from shapes import check_int, check_tensor, fmt
 from tiny_transformer import TinyTransformer
 from tokenizer import CharTokenizer
@@ -91,15 +96,12 @@ def rollout(model: TinyTransformer, tok: CharTokenizer, heads: Sequence[str], gr
             generator: torch.Generator, max_new_tokens: int = POEM_TOKENS) -> Rollout:
     """每组藏头采样 group 首（同一组的 group 首排在一起）。"""
     check_rollout_args(model, tok, heads, group, temperature, generator, max_new_tokens)
+    s = sample_poems(model, tok, heads, group, temperature, generator, chunk=len(heads) * group,
+                     max_new_tokens=max_new_tokens)  # code/evaluation.py：评测用的同一个采样
     prompts = torch.tensor([tok.encode(acrostic_prompt(h)) for h in heads]).repeat_interleave(group, dim=0)
-    out = generate(model, prompts, max_new_tokens, do_sample=True, temperature=temperature, generator=generator)
-    P = prompts.size(1)
-    new = out.tokens[:, P:]
-    newline = (new == tok.char_to_id["\n"]).int()
-    after = (newline.cumsum(dim=1) - newline) > 0  # 第一个换行之后的词元：诗已经写完，不算
-    mask = torch.cat([torch.zeros_like(prompts, dtype=torch.bool), ~after], dim=1)
-    texts = [tok.decode(row).split("\n")[0] for row in new.tolist()]
-    return Rollout(out.tokens, mask, texts, P)
+    tokens = torch.cat([prompts, s.tokens], dim=1)
+    mask = torch.cat([torch.zeros_like(prompts, dtype=torch.bool), s.mask], dim=1)  # 提示不算回答
+    return Rollout(tokens, mask, s.texts, prompts.size(1))
 # --8<-- [end:rollout]
 
 
@@ -165,7 +167,98 @@ def record(history: GRPOHistory, batch: Rollout, heads: list[str], s: GRPOSettin
     history.flat_groups.append(int((groups.max(dim=1).values == groups.min(dim=1).values).sum()))
 
 
+# --8<-- [start:runs]
+# 四次 GRPO：出发的模型 × 奖励。capable：《评测》一文里学会了藏头的 SFT 模型（种子 0）；
+# weak：第二阶段只训练了 80 步的全参数 SFT（只学会了格式和句首的先验）；form-only：只奖励格式、不要 KL 的「坏奖励」
+RUNS = {
+    "capable-0": ("capable", GRPOSettings(seed=0)),
+    "capable-1": ("capable", GRPOSettings(seed=1)),  # 同样出发，换一个种子：看结果有多稳
+    "weak": ("weak", GRPOSettings(seed=0)),
+    "form-only": ("capable", GRPOSettings(seed=0, reward="form", beta=0.0)),
+}
+# --8<-- [end:runs]
+STARTS = {"capable": "capable-0", "weak": "full"}  # 出发的模型在《评测》一文的比较里叫什么
+BUILD_ARTIFACTS = {"grpo-runs": ("grpo_runs", "save_grpo_runs")}
+GRPO_ENV = "LLM_ARTIFACT_GRPO_RUNS"
+
+
+def start_model(start: str) -> tuple[TinyTransformer, CharTokenizer]:
+    """出发的模型：capable 是 capable_sft 种子 0 的模型，weak 是第二阶段的全参数 SFT。"""
+    if start not in STARTS:
+        raise ValueError(f"start 应是 {'、'.join(STARTS)} 之一，收到 {start!r}")
+    return capable_model(0) if start == "capable" else finetuned_model(finetuning(verbose=False), "full")
+
+
+def grpo_runs() -> dict[str, Any]:
+    """RUNS 里的每一次 GRPO：训练记录、在验证集藏头上的成绩（和《评测》一文同样的评估）、训练后的参数。
+
+    出发时的成绩直接取《评测》一文的比较结果（同一个模型、同一套评估），不再算一遍。"""
+    before = model_comparison(verbose=False)
+    runs: dict[str, Any] = {}
+    for name, (start, s) in RUNS.items():
+        model, tok = start_model(start)
+        train_heads, held, _ = held_out_heads(tok)
+        policy, history = train_grpo(model, tok, train_heads, s)
+        runs[name] = {"start": start, "settings": asdict(s), "history": asdict(history),
+                      "after": evaluate_model(policy, tok, held), "state": policy.state_dict()}
+    return {"runs": runs, "before": {start: before["runs"][key] for start, key in STARTS.items()},
+            "heads": before["heads"], "train_head_sets": before["train_head_sets"]}
+
+
+def save_grpo_runs(path: str | Path, result: dict[str, Any]) -> None:
+    """存下 grpo_runs() 的结果（成绩里的 Rate 存成整数对；不存用时：同样的输入得到同样的文件）。"""
+    check_runs_result(result)
+    torch.save(plain_rates(result), path)
+
+
+def load_grpo_runs(path: str | Path) -> dict[str, Any]:
+    """读回 save_grpo_runs 存的文件。"""
+    if not isinstance(path, (str, Path)) or not Path(path).is_file():
+        raise ValueError(f"path 应是 save_grpo_runs 存下的文件，但找不到 {path!r}")
+    result = revive_rates(torch.load(path, weights_only=True))
+    check_runs_result(result)
+    return result
+
+
+def grpo_results(verbose: bool = True) -> dict[str, Any]:
+    """grpo_runs() 的结果：构建网站时缓存了的就直接读取，没有就现场训练（约 4 分钟）。"""
+    path = os.environ.get(GRPO_ENV)
+    if path and Path(path).is_file():
+        return load_grpo_runs(path)
+    if verbose:
+        print("没有现成的结果，现场跑四次 GRPO（没有缓存的 SFT 模型时先训练它们）……")
+    return grpo_runs()
+
+
+def policy_model(result: dict[str, Any], name: str) -> tuple[TinyTransformer, CharTokenizer]:
+    """按结果重建一次 GRPO 训练后的模型（name 取 RUNS 的名字）。"""
+    check_runs_result(result)
+    if name not in result["runs"]:
+        raise ValueError(f"name 应是 {'、'.join(result['runs'])} 之一，收到 {name!r}")
+    model, tok = start_model(result["runs"][name]["start"])
+    model.load_state_dict(result["runs"][name]["state"])
+    model.eval()
+    return model, tok
+
+
 # ---------- 参数检查：不在文章里展示 ----------
+
+
+RESULT_KEYS = ("runs", "before", "heads", "train_head_sets")
+RUN_KEYS = ("start", "settings", "history", "after", "state")
+
+
+def check_runs_result(result: object) -> None:
+    source = "grpo_runs() 或 load_grpo_runs(path) 的返回值"
+    if not isinstance(result, dict) or any(key not in result for key in RESULT_KEYS):
+        hint = "；存下的文件请先用 load_grpo_runs(path) 读回" if isinstance(result, (str, Path)) else ""
+        raise ValueError(f"result 应是 {source}：一个含 {'、'.join(RESULT_KEYS)} 的字典{hint}")
+    runs = result["runs"]
+    if not isinstance(runs, dict) or not runs:
+        raise ValueError("result['runs'] 应是「名字 → 一次 GRPO 的结果」的非空字典")
+    for name, run in runs.items():
+        if not isinstance(run, dict) or any(key not in run for key in RUN_KEYS):
+            raise ValueError(f"result['runs'][{name!r}] 应含 {'、'.join(RUN_KEYS)}")
 
 
 def check_reward_kind(kind: object) -> None:
