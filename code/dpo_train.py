@@ -166,7 +166,8 @@ def pair_sequences(pairs: Pairs, which: str) -> tuple[Tensor, Tensor]:
 class RewardModel(nn.Module):
     """奖励模型：一个 GPT 主干（复制 backbone，去掉输出词表的那一层），在回答的最后一个词元上接一个线性层，输出一个数。
 
-    InstructGPT（Ouyang 等，2022）也是这样：奖励模型从 SFT 模型初始化，在最后一个词元上读出一个标量。
+    InstructGPT（Ouyang 等，2022）的奖励模型也从 SFT 模型初始化、去掉输出词表的那一层，输出一个标量；
+    读在哪个位置是我们的选择：最后一个词元已经看过整个提示和回答。
     """
 
     def __init__(self, backbone: TinyTransformer) -> None:

@@ -39,9 +39,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _get(url: str) -> tuple[int, str]:
+def _get(url: str, timeout: float = 600) -> tuple[int, str]:
+    """One GET. MkDocs' server holds a request while a rebuild is wanted or running (livereload's
+    ``_serve_request`` waits until the served epoch is the wanted one), so the answer can take as long as a
+    rebuild: one file edit may reach the watcher as two events and start a second rebuild right after the one a
+    test waited for. A 10 s limit failed here under load 12-24 (status 0 right after "Reloading browsers")."""
     try:
-        with urllib.request.urlopen(url, timeout=10) as resp:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
             return resp.status, resp.read().decode("utf-8", "replace")
     except OSError as exc:
         return 0, str(exc)
@@ -103,7 +107,7 @@ class Server:
         end = time.monotonic() + timeout
         body = ""
         while time.monotonic() < end:
-            status, body = _get(self.base + path)
+            status, body = _get(self.base + path, timeout=max(1.0, end - time.monotonic()))
             if status == 200 and needle in body:
                 return
             time.sleep(0.5)
@@ -183,8 +187,8 @@ def test_serve_reports_a_broken_figure_and_lab_and_recovers(built_site: BuiltSit
         text = server.wait_log("测试：实验坏了", mark, timeout=600)
         assert "attention_lab" in text, text[-3000:]
         server.wait_built(mark, timeout=600)  # the rest of the site is rebuilt and served
-        status, _ = _get(server.base)
-        assert status == 200
+        status, body = _get(server.base)
+        assert status == 200, body[:300]
         server.wait_page("labs/attention_lab/", "测试：实验坏了", timeout=60)  # the error where the lab goes
         mark = len(server.log())
         lab.write_text(good_lab, encoding="utf-8")
