@@ -32,6 +32,7 @@ from llmsite.content.catalog import load_route
 from llmsite.figures import registry
 from llmsite.paths import ROOT, rel
 from llmsite.playground.registry import MARKER as PLAYGROUND_MARKER
+from llmsite.playground.registry import names as playground_names
 
 ARTICLES = "docs/articles"
 
@@ -167,7 +168,7 @@ def load(root: Path = ROOT) -> SiteGraph:
         figure_modules = sorted({figures[n].module.resolve() for n in own_figures}
                                 | {answers[n].module.resolve() for n in own_answers})
         labs = tuple(name for name in labs_of.get(slug, ()) if name in known_labs)
-        models = tuple(m["name"] for m in PLAYGROUND_MARKER.finditer(fm.body))
+        models = tuple(n for m in PLAYGROUND_MARKER.finditer(fm.body) for n in playground_names(m))
         roots = [p for p in include_lines if p.suffix == ".py" and p.is_relative_to(code)]
         roots += figure_modules
         roots += [known_labs[name].source.resolve() for name in labs]

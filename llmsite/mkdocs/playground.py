@@ -1,10 +1,11 @@
-"""Playable models in MkDocs (``<!-- playground: NAME -->``, ``llmsite/playground``).
+"""Playable models in MkDocs (``<!-- playground: NAME -->``, or several names side by side, ``llmsite/playground``).
 
 - add_files: finds the markers in docs/ (a malformed or unknown one stops the build with file:line), exports the
   out-of-date models in a subprocess (``python -m llmsite.playground``: the MkDocs process never imports torch)
   and adds the cached header and weights as generated files ``playground/<name>.json`` and
   ``playground/<name>.<digest12>.bin`` (nothing is written into docs/).
-- expand: replaces the marker with an empty, hidden ``<div>`` that names the header's URL. The small
+- expand: replaces the marker with an empty, hidden ``<div>`` that names the header's URL (a comparison: one child
+  ``<div>`` per model, ``compare_block``; the models must share vocabulary and task). The small
   ``playground-start.js`` shows it and its start button; the weights, the header and ``playground.js`` are fetched
   only when the reader presses it. Without JavaScript the div stays hidden and the static figures remain.
 """
@@ -91,14 +92,51 @@ class Playground:
             raise PluginError(str(exc)) from exc
 
         def replace(match: Any) -> str:
-            name = match.group("name")
-            if name in self.failed or name not in self.headers:
-                message = self.failed.get(name, f"模型 {name} 还没有导出")
-                return (f'<div class="admonition failure"><p class="admonition-title">模型演示 {html.escape(name)} '
-                        f"导出失败</p><pre>{html.escape(message)}</pre></div>")
-            return block(name, self.headers[name], page.url)
+            names = registry.names(match)
+            for name in names:
+                if name in self.failed or name not in self.headers:
+                    message = self.failed.get(name, f"模型 {name} 还没有导出")
+                    return (f'<div class="admonition failure"><p class="admonition-title">模型演示 {html.escape(name)} '
+                            f"导出失败</p><pre>{html.escape(message)}</pre></div>")
+            if len(names) == 1:
+                return block(names[0], self.headers[names[0]], page.url)
+            try:
+                return compare_block(names, [self.headers[n] for n in names], page.url)
+            except ValueError as exc:
+                raise PluginError(f"docs/{page.file.src_uri}: {exc}") from exc
 
         return MARKER.sub(replace, markdown)
+
+
+def labels(names: tuple[str, ...] | list[str]) -> list[str]:
+    """Column titles of a comparison: each name without the words all names start with, upper case
+    (``aligned-sft aligned-dpo aligned-grpo`` -> SFT, DPO, GRPO)."""
+    parts = [n.split("-") for n in names]
+    common = 0
+    while all(len(p) > common + 1 and p[common] == parts[0][common] for p in parts):
+        common += 1
+    return ["-".join(p[common:]).upper() for p in parts]
+
+
+def compare_block(names: tuple[str, ...] | list[str], headers: list[dict[str, Any]], page_url: str) -> str:
+    """The hidden placeholder of a comparison: one child per model (its header's URL, size and column title) and the
+    total download for the start button. The models must share the vocabulary and the task (one input for all)."""
+    first = headers[0]
+    if "task" not in first:
+        raise ValueError(f"并排比较的模型要带同一个任务（例如藏头诗），{names[0]} 没有 task")
+    for name, header in zip(names[1:], headers[1:], strict=True):
+        if header["vocab"] != first["vocab"] or header.get("task") != first["task"]:
+            raise ValueError(f"并排比较的模型要用同一个词表和任务：{name} 的和 {names[0]} 的不同")
+    children = []
+    for name, header, label in zip(names, headers, labels(names), strict=True):
+        url = posixpath.relpath(export.header_uri(name), posixpath.dirname(page_url) or ".")
+        children.append(f'<div data-llm-model="{html.escape(name)}" data-llm-label="{html.escape(label)}" '
+                        f'data-llm-header="{html.escape(url)}" data-llm-bytes="{int(header["weights"]["bytes"])}" '
+                        f'data-llm-params="{int(header["params"])}" hidden></div>')
+    size = sum(int(h["weights"]["bytes"]) for h in headers)
+    return (f'<div class="llm-pg llm-pg--compare" id="pg-{"--".join(names)}" '
+            f'data-llm-playground="{html.escape(" ".join(names))}" data-llm-compare="{len(names)}" '
+            f'data-llm-bytes="{size}" data-llm-params="{int(first["params"])}" hidden>{"".join(children)}</div>\n')
 
 
 def block(name: str, header: dict[str, Any], page_url: str) -> str:

@@ -30,15 +30,19 @@
     box.setAttribute("data-llm-pg-ready", "1");
     var bytes = +box.getAttribute("data-llm-bytes") || 0;
     var params = +box.getAttribute("data-llm-params") || 0;
+    var compare = +box.getAttribute("data-llm-compare") || 0;  // 并排比较几个模型（同一个词表、同一个任务）
     var start = document.createElement("div");
     start.className = "llm-pg__start";
     var text = document.createElement("p");
-    text.textContent = "在浏览器里运行这个训练好的模型（" + params.toLocaleString("zh-CN") + " 个参数）。按下按钮才下载它的权重，约 " +
-      size(bytes) + "；计算全在你的设备上进行，不把输入发给任何人。";
+    text.textContent = compare
+      ? "在浏览器里并排运行这 " + compare + " 个训练好的模型（各 " + params.toLocaleString("zh-CN") + " 个参数）。按下按钮才下载" +
+        "它们的权重，共约 " + size(bytes) + "；计算全在你的设备上进行，不把输入发给任何人。"
+      : "在浏览器里运行这个训练好的模型（" + params.toLocaleString("zh-CN") + " 个参数）。按下按钮才下载它的权重，约 " +
+        size(bytes) + "；计算全在你的设备上进行，不把输入发给任何人。";
     var button = document.createElement("button");
     button.type = "button";
     button.className = "llm-pg__btn llm-pg__btn--primary llm-pg__load";
-    button.textContent = "载入模型";
+    button.textContent = compare ? "载入 " + compare + " 个模型" : "载入模型";
     var status = document.createElement("p");
     status.className = "llm-pg__status";
     status.setAttribute("role", "status");

@@ -12,6 +12,7 @@
 // 3. 藏头诗：说明文件带 task（kind 为 acrostic，见 llmsite/playground/export.py）时，提示框换成「藏头」，
 //    按模板拼出提示；可以强制每句的句首（受约束的解码，同 code/acrostic.py 的 write_forced_acrostic），
 //    写完后逐句判断句首对没对上、格式是不是五言四句（同 acrostic.py 的 head_hits、well_formed）。
+// 4. 并排比较：标记里写了几个模型（data-llm-compare）时，几个模型一起载入、各自核对，一组藏头各写一首（buildCompare）。
 // tests/browser/test_playground.py 在 Chromium 里用 window.llmPlayground 把这里的每一步和 PyTorch 对照。
 (function () {
   "use strict";
@@ -478,6 +479,19 @@
     return digits[task.line_chars] + "言" + digits[task.heads] + "句";
   }
 
+  // 逐句的句首（同 head_hits 逐句比较）：在 parent 里写一个列表，每句一项（✓ 对上、✗ 没对上）；返回对上了几句
+  function headMarks(parent, heads, poem, task, label) {
+    var wanted = Array.from(heads), got = writtenHeads(poem, task.line_ends, task.heads), hits = 0;
+    var list = el("ul", { "class": "llm-pg__lines", "aria-label": label }, parent);
+    wanted.forEach(function (ch, i) {
+      var ok = got[i] === ch;
+      if (ok) hits++;
+      el("li", { "class": ok ? "is-hit" : "is-miss" }, list, ch + (ok ? " ✓" : " ✗") + "（第 " + (i + 1) + " 句" +
+        (got[i] === undefined ? "没写到）" : "写的是「" + got[i] + "」）"));
+    });
+    return hits;
+  }
+
   function probText(p) { return p >= 0.001 ? p.toFixed(3) : p.toExponential(1); }
 
   // ------------------------------------------------------------------ 页面
@@ -501,19 +515,31 @@
     return box;
   }
 
+  // 按下「载入模型」之后：下载、核对、搭界面。并排比较（data-llm-compare）的几个模型一起下载，各自核对 SHA-256
   function mount(box) {
-    var url = new URL(box.getAttribute("data-llm-header"), document.baseURI).href;
+    var compare = box.hasAttribute("data-llm-compare");
+    var specs = compare ? Array.prototype.map.call(box.querySelectorAll("[data-llm-model]"), function (node) {
+      return { name: node.getAttribute("data-llm-model"), label: node.getAttribute("data-llm-label"),
+        url: new URL(node.getAttribute("data-llm-header"), document.baseURI).href };
+    }) : [{ url: new URL(box.getAttribute("data-llm-header"), document.baseURI).href }];
     var start = box.querySelector(".llm-pg__start");
     var status = start ? start.querySelector(".llm-pg__status") : null;
     var button = start ? start.querySelector("button") : null;
-    if (status) status.textContent = "正在下载模型的权重……";
+    if (status) status.textContent = compare ? "正在下载 " + specs.length + " 个模型的权重……" : "正在下载模型的权重……";
     box.setAttribute("aria-busy", "true");
-    return load(url).then(function (loaded) {
+    var loads = specs.map(function (spec) {
+      return load(spec.url).catch(function (error) {
+        if (compare && error.kind) error.message = "「" + spec.label + "」模型：" + error.message;
+        throw error;
+      });
+    });
+    return Promise.all(loads).then(function (loaded) {
       box.removeAttribute("aria-busy");
+      box.removeAttribute("data-llm-pg-error");
       if (!box.isConnected) return;
       var focused = start && start.contains(document.activeElement);
       if (start) start.remove();
-      build(box, loaded);
+      if (compare) buildCompare(box, specs, loaded); else build(box, loaded[0]);
       if (focused) box.querySelector("[id$=-prompt]").focus();  // 按钮没了：焦点交给提示框，键盘用户接着输入
     }, function (error) {
       box.removeAttribute("aria-busy");
@@ -522,6 +548,102 @@
         " 页面的其余部分照常可用；可以按「重新载入」再试一次。";
       if (button) button.textContent = "重新载入";
     });
+  }
+
+  // 并排比较：一组藏头，几个模型各自贪心解码写一首（同 kv_cache.generate，不强制句首），每首下面是逐句的句首和
+  // 一行分数（句首 n/4，格式 对/错：同 verifiers.py 的藏头、格式两个验证器）。模型一个一个算，中间把页面让出来
+  function buildCompare(box, specs, loaded) {
+    var models = loaded.map(function (l) { return l.model; }), model = models[0], id = "llm-pg-" + (++counter);
+    var task = acrosticTask(model.header);
+    var root = el("div", { "class": "llm-pg__app" }, box);
+    if (!task) { el("p", { "class": "llm-pg__error" }, root, "这几个模型没有藏头诗的任务，不能并排比较。"); return; }
+    var verified = loaded.every(function (l) { return l.verified; });
+    el("p", { "class": "llm-pg__info" }, root, specs.length + " 个模型已载入：各 " +
+      model.header.params.toLocaleString("zh-CN") + " 个参数，" + model.L + " 层 × " + model.H + " 个头，同一个词表（" +
+      model.V + " 项）。" + (verified ? "每个模型权重的 SHA-256 都已核对。"
+        : "这个浏览器不提供 SubtleCrypto（页面不在安全上下文里），权重的 SHA-256 没有核对。"));
+
+    var form = el("form", { "class": "llm-pg__form", "aria-label": "并排比较的设置" }, root);
+    form.addEventListener("submit", function (event) { event.preventDefault(); });
+    var input = el("input", { type: "text", id: id + "-prompt", "class": "llm-pg__heads", autocomplete: "off",
+      spellcheck: "false", lang: "zh" });
+    input.value = task.example;
+    var headsField = field(form, id + "-prompt", "藏头（" + task.heads + " 个字）", input, "每个模型都用这 " + task.heads +
+      " 个字作藏头，各自贪心解码（每步取分数最高的字，不强制句首）；按 Enter 或「生成」。");
+    var error = el("p", { "class": "llm-pg__error", id: id + "-prompt-error", role: "alert" }, headsField);
+    input.setAttribute("aria-describedby", id + "-prompt-hint " + id + "-prompt-error");
+    var buttons = el("div", { "class": "llm-pg__buttons" }, form);
+    var genButton = el("button", { type: "button", "class": "llm-pg__btn llm-pg__btn--primary" }, buttons, "生成");
+    input.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" && !event.isComposing) { event.preventDefault(); genButton.click(); }
+    });
+
+    var grid = el("ul", { "class": "llm-pg__columns", "aria-label": specs.length + " 个模型写的诗" }, root);
+    var columns = specs.map(function (spec, k) {
+      var item = el("li", { "class": "llm-pg__column", "data-llm-model": spec.name }, grid);
+      el("p", { "class": "llm-pg__subtitle" }, item, spec.label);
+      var poem = el("p", { "class": "llm-pg__poem" }, item);
+      var marks = el("div", { "class": "llm-pg__verdict" }, item);
+      var score = el("p", { "class": "llm-pg__score" }, item);
+      return { spec: spec, model: models[k], poem: poem, marks: marks, score: score, result: null };
+    });
+    var live = el("div", { "class": "llm-pg__sr", role: "status", "aria-live": "polite" }, root);
+    var running = false;
+
+    function clear() {
+      columns.forEach(function (c) {
+        c.result = null;
+        c.poem.textContent = "";
+        c.marks.textContent = "";
+        c.score.textContent = "";
+      });
+    }
+
+    function draw(c, heads) {
+      var poem = c.model.decode(c.result.tokens.slice(c.result.prompt)).split("\n")[0];
+      c.poem.textContent = poem;
+      c.marks.textContent = "";
+      var hits = headMarks(c.marks, heads, poem, task, c.spec.label + "：逐句的句首");
+      var form = wellFormed(poem, task);
+      c.score.textContent = "句首 " + hits + "/" + task.heads + "，格式 " + (form ? "对" : "错");
+      return c.spec.label + "：" + c.score.textContent;
+    }
+
+    genButton.addEventListener("click", function () {
+      if (running) return;
+      var raw = input.value, checked = null;
+      for (var k = 0; k < models.length && !(checked && checked.error); k++) checked = checkHeads(models[k], task, raw);
+      error.textContent = checked.error || "";
+      clear();
+      if (checked.error) {
+        input.setAttribute("aria-invalid", "true");
+        live.textContent = "";  // 原因由输入框下的提示（role=alert）播报
+        return;
+      }
+      input.removeAttribute("aria-invalid");
+      running = true;
+      genButton.setAttribute("aria-disabled", "true");  // 不用 disabled：焦点留在按钮上
+      box.setAttribute("data-llm-pg-state", "running");
+      var prompt = task.template.split("{heads}").join(raw), summaries = [], k2 = 0;
+      var next = function () {
+        if (!box.isConnected) { running = false; return; }  // 读者换了页
+        var c = columns[k2], ids = c.model.encode(prompt);
+        c.result = { prompt: ids.length, tokens: generate(c.model, ids, task.tokens, { greedy: true, penalty: 1 }) };
+        summaries.push(draw(c, raw));
+        if (++k2 < columns.length) { window.setTimeout(next, 0); return; }
+        running = false;
+        genButton.removeAttribute("aria-disabled");
+        box.setAttribute("data-llm-pg-state", "idle");
+        live.textContent = "写完了。" + summaries.join("；") + "。";
+      };
+      window.setTimeout(next, 0);
+    });
+
+    live.textContent = specs.length + " 个模型已载入，可以生成了";
+    box.setAttribute("data-llm-pg-state", "idle");
+    box.llmPlayground = { results: function () {
+      return columns.map(function (c) { return { name: c.spec.name, result: c.result }; });
+    } };
   }
 
   function build(box, loaded) {
@@ -752,14 +874,7 @@
       verdict.textContent = "";
       if (!session || !session.made) return "";
       var poem = model.decode(session.tokens.slice(session.prompt)).split("\n")[0];
-      var wanted = Array.from(session.raw), got = writtenHeads(poem, task.line_ends, task.heads), hits = 0;
-      var list = el("ul", { "class": "llm-pg__lines", "aria-label": "逐句的句首" }, verdict);
-      wanted.forEach(function (ch, i) {
-        var ok = got[i] === ch;
-        if (ok) hits++;
-        el("li", { "class": ok ? "is-hit" : "is-miss" }, list, ch + (ok ? " ✓" : " ✗") + "（第 " + (i + 1) + " 句" +
-          (got[i] === undefined ? "没写到）" : "写的是「" + got[i] + "」）"));
-      });
+      var hits = headMarks(verdict, session.raw, poem, task, "逐句的句首");
       var form = wellFormed(poem, task);
       var summary = task.heads + " 句中对上了 " + hits + " 句；格式" + (form ? "是" : "不是") + formName(task) + "。";
       el("p", { "class": "llm-pg__summary" }, verdict, summary + (session.lines && forcedBox.checked
