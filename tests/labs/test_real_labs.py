@@ -332,7 +332,7 @@ DIGEST = ("import hashlib\n"
 # the evaluation lab fine-tunes (capable-sft: 500 more steps per model would not fit its minute); it makes its own
 # pairs and trains its own DPO.
 GIVEN = {"lora_lab": "tang-gpt", "efficient_inference_lab": "tang-gpt", "evaluation_lab": "tang-gpt",
-         "preference_dpo_lab": "capable-sft"}
+         "preference_dpo_lab": "capable-sft", "grpo_lab": "capable-sft"}
 REPRODUCED = {  # snippets of the cells whose printed results are compared, and what says it computed them itself
     "lora_lab": (("summary(result)",), "现场微调"),
     "efficient_inference_lab": (("validation_windows(tok)", "for row in cost_table()"), None),
