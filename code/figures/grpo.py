@@ -98,7 +98,7 @@ def training_figure():
         ax.grid(True)
     for ax in axes[1]:
         ax.set_xlabel("训练步数")
-    axes[0][0].legend(fontsize=8, loc="lower right")
+    axes[0][1].legend(fontsize=8, loc="center right")  # 句首那一格的中间是空的：图例不挡住曲线
     return fig
 
 
@@ -168,7 +168,7 @@ def before_after_figure():
     axes[0].set_yticks(range(len(names)), labels=[LABELS[n] for n in names], fontsize=9)
     axes[0].set_xlabel("比例")
     axes[1].set_xlabel("比例")
-    axes[1].legend(loc="lower right", fontsize=9)
+    axes[0].legend(loc="center right", fontsize=9)  # 左图的右半边是空的：图例不挡住点
     return fig
 
 
