@@ -1,8 +1,6 @@
 """The comparison playground (``<!-- playground: aligned-sft aligned-dpo aligned-grpo -->``) in headless Chromium.
 
-No article carries the marker yet (the GRPO article will), so this module builds a copy of the repository with one
-test-only page added, ``tests/browser/fixtures/playground-compare.md``, with the same strict build as the site
-(``mkdocs build --strict``, the run's caches copied), and serves it on its own port under the same sub-path.
+The GRPO article carries the marker; the page is the site's own strict build, served like every browser test's.
 
 Checked: nothing is fetched before the press; after it, the three greedy poems equal PyTorch's (``kv_cache.generate``
 on the same float16-dequantized weights, ``tests/playground/reference.py``) for two head sets, and each column's
@@ -15,20 +13,15 @@ which fails ``watched_page``).
 
 from __future__ import annotations
 
-import functools
-import os
 import re
-import shutil
-import subprocess
 import sys
-import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 import torch
 
-from ..conftest import SUBPATH, BuiltSite, _QuietHandler, _QuietServer, guard_timeouts, watched_page
+from ..conftest import BuiltSite, guard_timeouts, watched_page
 from ..playground import reference
 from .test_accessibility import BLOCKING, SCHEMES, axe_run, describe
 
@@ -41,8 +34,7 @@ from acrostic import acrostic_prompt  # noqa: E402
 from kv_cache import generate  # noqa: E402
 from verifiers import verify  # noqa: E402
 
-FIXTURE = Path(__file__).parent / "fixtures" / "playground-compare.md"
-PAGE = "playground-compare/"
+PAGE = "articles/grpo/"
 NAMES = ("aligned-sft", "aligned-dpo", "aligned-grpo")
 LABELS = ("SFT", "DPO", "GRPO")
 BOX = "#pg-" + "--".join(NAMES)
@@ -50,34 +42,12 @@ READY = f"{BOX} .llm-pg__app"
 INPUT = f"{BOX} input.llm-pg__heads"
 ERROR = f"{BOX} .llm-pg__error"
 HEAD_SETS = ("春夏秋冬", "江山風月")  # the default and a second set; both in the vocabulary (checked)
-COPIED = ("docs", "data", "code", "labs", "llmsite", "scripts", "overrides", "bench")
 
 
 @pytest.fixture(scope="module")
-def compare_site(tmp_path_factory, repo_cache) -> BuiltSite:
-    """The repository copied with the fixture page added, built strictly and served (its own server and port)."""
-    root = tmp_path_factory.mktemp("compare-repo")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.ipynb")
-    for folder in COPIED:
-        shutil.copytree(ROOT / folder, root / folder, ignore=ignore)
-    shutil.copy2(ROOT / "mkdocs.yml", root / "mkdocs.yml")
-    shutil.copy2(FIXTURE, root / "docs" / FIXTURE.name)
-    shutil.copytree(repo_cache, root / ".cache", symlinks=True)
-    pages = root / "pages"
-    out = pages / SUBPATH
-    httpd = _QuietServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(pages)))
-    threading.Thread(target=httpd.serve_forever, name="compare-site", daemon=True).start()
-    port = httpd.server_address[1]
-    base = f"http://127.0.0.1:{port}/{SUBPATH}/"
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "LLM_SITE_CACHE": str(root / ".cache"), "PYTHONPATH": str(root),
-           "SITE_URL": base}
-    env.setdefault("LLM_ARTIFACT_CACHE", str(ROOT / ".cache" / "artifacts"))  # the trained models: the run's
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=root, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8", timeout=1800)
-    assert proc.returncode == 0 and "WARNING" not in proc.stdout, proc.stdout
-    yield BuiltSite(out, base, proc.stdout, port)
-    httpd.shutdown()
-    httpd.server_close()
+def compare_site(built_site: BuiltSite, site_server: str) -> BuiltSite:
+    """The site's own strict build, served: the GRPO article carries the comparison."""
+    return built_site
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +153,7 @@ def test_a_tampered_weights_file_is_reported_and_a_second_press_works(compare_si
         assert status.startswith("「DPO」模型：权重文件的 SHA-256 和说明文件里记下的不一致"), status
         assert page.locator(READY).count() == 0
         assert page.inner_text(f"{BOX} .llm-pg__load") == "重新载入"
-        assert "照常可读" in page.inner_text("article")
+        assert "弱模型：强化学习放大已经会的" in page.inner_text("article")  # the section after the marker still reads
         page.unroute(f"**/playground/{dpo}")
         page.click(f"{BOX} .llm-pg__load")
         page.wait_for_selector(READY)
@@ -260,9 +230,9 @@ def test_the_content_security_policy_is_the_sites(compare_site):
         assert len(found) == 1, path
         return found[0]
 
-    fixture = policy(compare_site.dir / PAGE / "index.html")
-    assert fixture == policy(compare_site.dir / "about" / "index.html")
-    assert "'unsafe-inline'" not in fixture.split("script-src")[1].split(";")[0]
+    article = policy(compare_site.dir / PAGE / "index.html")
+    assert article == policy(compare_site.dir / "about" / "index.html")
+    assert "'unsafe-inline'" not in article.split("script-src")[1].split(";")[0]
     block = re.search(r'<div class="llm-pg llm-pg--compare".*?</div></div>',
                       (compare_site.dir / PAGE / "index.html").read_text(encoding="utf-8"), re.S).group(0)
     assert "<script" not in block and "style=" not in block

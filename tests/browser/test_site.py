@@ -201,7 +201,10 @@ RESULT_LINKS = ".md-search-result__item a"
      # stage 2, by its key terms (issue #27)
      ("BPE", "bpe-tokenizer"), ("分词", "bpe-tokenizer"), ("SwiGLU", "llama-block"), ("GQA", "llama-block"),
      ("LoRA", "lora-finetune"), ("藏头诗", "lora-finetune"), ("量化", "efficient-inference"),
-     ("在线 softmax", "efficient-inference")],
+     ("在线 softmax", "efficient-inference"),
+     # stage 3, by the terms issue #47 names
+     ("评测", "evaluation"), ("偏好", "preference-dpo"), ("DPO", "preference-dpo"), ("GRPO", "grpo"),
+     ("奖励", "grpo"), ("可验证", "grpo")],
 )
 def test_search_finds_chinese_terms(page, site_server, query, slug):
     page.goto(site_server)

@@ -1,7 +1,6 @@
 """The comparison marker (``<!-- playground: A B C -->``): parsed by the one MARKER, its mistakes stop the build with
 file:line, the placeholder names every model's header and the total download, models that do not share vocabulary
-and task are refused, and no article uses it yet (the fixture page of
-tests/browser/test_compare_playground.py does)."""
+and task are refused, and the GRPO article shows the three aligned models side by side."""
 
 from __future__ import annotations
 
@@ -94,6 +93,8 @@ def test_expand_puts_the_comparison_in_the_page_and_stops_on_a_mismatch():
     assert "模型演示 aligned-dpo 导出失败" in plugin.expand(f"{MARK}\n", page)
 
 
-def test_no_article_marks_the_aligned_models_yet():
+def test_the_grpo_article_marks_the_aligned_models():
     used = pages.marked()
-    assert not any(n in used for n in NAMES), "the GRPO article will; until then only the test fixture page does"
+    for name in NAMES:
+        places = [(u.where.split(":")[0], u.group) for u in used.get(name, [])]
+        assert places == [("docs/articles/grpo.md", NAMES)], used
