@@ -133,9 +133,10 @@ def capable_net(seed: int) -> torch.nn.Module:
     return model.eval()
 
 
-@cache
-def capable_greedy(seed: int) -> list[str]:
-    model = copy.deepcopy(capable_net(seed))
+def plain_greedy_poems(model: torch.nn.Module) -> list[str]:
+    """Greedy poems of any course model on the held-out heads, by a plain loop (the whole sequence each step, argmax);
+    the DPO and GRPO claims redraw their policies with it too."""
+    model = copy.deepcopy(model)
     model.unembed = lora.LastPosition(model.unembed)
     seqs = torch.tensor([lora.prompt_ids(h) for h in heads()])
     start = seqs.size(1)
@@ -145,21 +146,31 @@ def capable_greedy(seed: int) -> list[str]:
     return [lora.decode(row[start:].tolist()).split("\n")[0] for row in seqs]
 
 
-@cache
-def capable_first_seed() -> list[list[str]]:
-    """Sampling seed 0 for the 500-step model of training seed 0: PER_SEED poems per prompt, drawn at temperature 1
-    by a plain loop (the whole sequence each step, softmax, one multinomial draw per row from one generator)."""
-    model = copy.deepcopy(capable_net(0))
+def plain_sampled_poems(model: torch.nn.Module, seed: int) -> list[list[str]]:
+    """PER_SEED poems per held-out head set at temperature 1 by a plain loop (the whole sequence each step, softmax,
+    one multinomial draw per row from one generator seeded ``seed``)."""
+    model = copy.deepcopy(model)
     model.unembed = lora.LastPosition(model.unembed)
     seqs = torch.tensor([lora.prompt_ids(h) for h in heads()]).repeat_interleave(PER_SEED, dim=0)
     start = seqs.size(1)
-    gen = torch.Generator().manual_seed(SEEDS[0])
+    gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for _ in range(lora.NEW_TOKENS):
             probs = model(seqs)[:, -1].softmax(-1)
             seqs = torch.cat([seqs, torch.multinomial(probs, 1, generator=gen)], dim=1)
     texts = [lora.decode(row[start:].tolist()).split("\n")[0] for row in seqs]
     return [texts[i * PER_SEED : (i + 1) * PER_SEED] for i in range(len(heads()))]
+
+
+@cache
+def capable_greedy(seed: int) -> list[str]:
+    return plain_greedy_poems(capable_net(seed))
+
+
+@cache
+def capable_first_seed() -> list[list[str]]:
+    """Sampling seed 0 for the 500-step model of training seed 0, redrawn by the plain loop."""
+    return plain_sampled_poems(capable_net(0), SEEDS[0])
 
 
 def greedy(name: str) -> list[str]:

@@ -89,31 +89,14 @@ def policy(name: str) -> torch.nn.Module:
 
 @cache
 def plain_greedy(name: str) -> list[str]:
-    model = copy.deepcopy(policy(name))
-    model.unembed = lora.LastPosition(model.unembed)
-    seqs = torch.tensor([lora.prompt_ids(h) for h in heads()])
-    start = seqs.size(1)
-    with torch.no_grad():
-        for _ in range(lora.NEW_TOKENS):
-            seqs = torch.cat([seqs, model(seqs)[:, -1].argmax(-1, keepdim=True)], dim=1)
-    return [lora.decode(r[start:].tolist()).split("\n")[0] for r in seqs]
+    return ev.plain_greedy_poems(policy(name))
 
 
 @cache
 def plain_first_seed(name: str) -> list[list[str]]:
-    """Sampling seed 0: PER_SEED poems per held-out head set at temperature 1, the whole sequence each step, softmax,
-    one multinomial draw per row from one generator seeded 0 (as the evaluation claims redraw the 500-step model)."""
-    model = copy.deepcopy(policy(name))
-    model.unembed = lora.LastPosition(model.unembed)
-    seqs = torch.tensor([lora.prompt_ids(h) for h in heads()]).repeat_interleave(PER_SEED, dim=0)
-    start = seqs.size(1)
-    gen = torch.Generator().manual_seed(SAMPLE_SEEDS[0])
-    with torch.no_grad():
-        for _ in range(lora.NEW_TOKENS):
-            probs = model(seqs)[:, -1].softmax(-1)
-            seqs = torch.cat([seqs, torch.multinomial(probs, 1, generator=gen)], dim=1)
-    texts = [lora.decode(r[start:].tolist()).split("\n")[0] for r in seqs]
-    return [texts[i * PER_SEED:(i + 1) * PER_SEED] for i in range(len(heads()))]
+    """Sampling seed 0 redrawn by the evaluation claims' plain loop (as they redraw the 500-step model)."""
+    assert (PER_SEED, SAMPLE_SEEDS) == (ev.PER_SEED, ev.SEEDS)
+    return ev.plain_sampled_poems(policy(name), SAMPLE_SEEDS[0])
 
 
 def settings_as_stated() -> bool:
@@ -180,8 +163,7 @@ def form_count(name: str, when: str) -> tuple[int, int]:
     return sum(map(lora.form_ok, flat)), len(flat)
 
 
-def pct(pair: tuple[int, int]) -> float:
-    return 100 * pair[0] / pair[1]
+pct = ev.pct
 
 
 def interval(pair: tuple[int, int]) -> tuple[float, float]:

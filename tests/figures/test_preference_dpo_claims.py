@@ -122,16 +122,7 @@ def plain_sample(seed: int, name: str) -> tuple[list[str], torch.Tensor]:
 
 @cache
 def plain_greedy(seed: int, name: str) -> list[str]:
-    if name == "SFT":
-        return ev.capable_greedy(seed)
-    model = copy.deepcopy(dpo_net())
-    model.unembed = lora.LastPosition(model.unembed)
-    seqs = torch.tensor([lora.prompt_ids(h) for h in heads()])
-    start = seqs.size(1)
-    with torch.no_grad():
-        for _ in range(lora.NEW_TOKENS):
-            seqs = torch.cat([seqs, model(seqs)[:, -1].argmax(-1, keepdim=True)], dim=1)
-    return [lora.decode(r[start:].tolist()).split("\n")[0] for r in seqs]
+    return ev.capable_greedy(seed) if name == "SFT" else ev.plain_greedy_poems(dpo_net())
 
 
 REWRITTEN = ((0, "SFT"), (1, "SFT"), (0, "dpo"))  # the evaluations whose models we have
@@ -186,8 +177,7 @@ def form_count(seed: int, name: str) -> tuple[int, int]:
     return sum(map(lora.form_ok, ps)), len(ps)
 
 
-def pct(pair: tuple[int, int]) -> float:
-    return 100 * pair[0] / pair[1]
+pct = ev.pct
 
 
 def interval(pair: tuple[int, int]) -> tuple[float, float]:
