@@ -301,13 +301,22 @@ def site_url() -> str:
     return f"http://127.0.0.1:{site_port()}/{SUBPATH}/"
 
 
+# A build that runs longer than this has hung (a cold build takes about 260 s once the models are trained, 520 s
+# with the run's other tests on the same two cores); the limit only keeps a hang from eating CI's 90 minutes.
+BUILD_TIMEOUT = 1800
+
+
 @pytest.fixture(scope="session")
-def built_site() -> BuiltSite:
-    """The site built once per run with ``--strict`` (repository cache); any failure or warning fails the tests."""
+def built_site(trained_artifacts: dict[str, Path]) -> BuiltSite:
+    """The site built once per run with ``--strict`` (repository cache); any failure or warning fails the tests.
+
+    It starts once the run's models are trained (``trained_artifacts``), so its time limit measures the build alone:
+    on a fresh machine the training (about 700 CPU seconds since stage 3) ran inside the first build, which then
+    took longer than its 900 s limit."""
     out_dir = shared_dir() / "pages" / SUBPATH
     env = {**os.environ, "SITE_URL": site_url(), "NO_MKDOCS_2_WARNING": "1"}
     cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out_dir)]
-    result = once_per_run("built-site", lambda: _build(cmd, env, 900))
+    result = once_per_run("built-site", lambda: _build(cmd, env, BUILD_TIMEOUT))
     output = _require_clean("mkdocs build", cmd, result, out_dir)
     return BuiltSite(out_dir, site_url(), output, site_port())
 
@@ -334,7 +343,7 @@ def clean_build(trained_artifacts: dict[str, Path]) -> CleanBuild:
     empty = shared_dir() / "empty-cache"
     env = {**os.environ, "SITE_URL": site_url(), "NO_MKDOCS_2_WARNING": "1", "LLM_SITE_CACHE": str(empty)}
     cmd = [sys.executable, "-m", "properdocs", "build", "--strict", "-f", "mkdocs.yml", "-d", str(out_dir)]
-    result = once_per_run("clean-build", lambda: _build(cmd, env, 1800))
+    result = once_per_run("clean-build", lambda: _build(cmd, env, BUILD_TIMEOUT))
     return CleanBuild(out_dir, _require_clean("properdocs build (empty site cache)", cmd, result, out_dir), empty)
 
 
