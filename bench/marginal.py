@@ -9,12 +9,14 @@ Two copies of the repository (``Workspace``; with the files the test suite needs
 symlink when the repository has one). Copy B gets one generated article like a real one
 (``add_article``):
 
-- created with the scaffold, ``python -m llmsite new ... --stage 1 --after <last slug of stage 1>``
-  (article, ``code/`` module, its test module, its place in ``data/route.yml``);
+- created with the scaffold, ``python -m llmsite new ... --stage <last> --after <last slug of the route>``
+  (article, ``code/`` module, its test module, figure module, answers test, its place in ``data/route.yml``);
 - the module, its tests and the article text then replaced by real content (label smoothing:
   the loss, the smoothed targets, the best logit gap; tests against ``F.cross_entropy``);
-- a figure in ``code/figures/<module>.py`` (``@figure``, loss curves computed with torch), embedded
-  with ``<!-- figure: ... -->``;
+- two figures in ``code/figures/<module>.py`` (``@figure``, loss curves computed with torch; the target
+  distribution with an explorable ``@figure_data`` version), embedded with ``<!-- figure: ... -->``;
+- four exercises (number, choice, predict, concept), three answers computed by ``@exercise_answer`` and
+  recomputed in ``tests/exercises/test_<module>_answers.py``; a claims test for every number of the prose;
 - a lab ``labs/<module>_lab.py`` (jupytext percent format, the existing labs' bootstrap cell, trains
   two small classifiers), listed under the article in ``data/route.yml``.
 
@@ -70,6 +72,7 @@ _IGNORE = shutil.ignore_patterns("__pycache__", "*.py[co]", ".ipynb_checkpoints"
 SLUG = "marginal-label-smoothing"
 MODULE = SLUG.replace("-", "_")
 FIGURE = "label-smoothing-loss"
+TARGETS = "label-smoothing-targets"  # the explorable figure
 LAB = f"{MODULE}_lab"
 TITLE = "标签平滑：别让模型过分自信"
 SUMMARY = (
@@ -196,10 +199,11 @@ def test_runs_on_its_own() -> None:
     assert "最好的 logit 差距" in proc.stdout
 '''
 
-FIGURE_TEXT = f'''"""《{TITLE}》一文中的图。
+FIGURE_TEXT = f'''"""《{TITLE}》一文中的图和文末练习的答案。
 
-损失由 code/{MODULE}.py 的 loss_at_gap 逐点算出（torch，float64），最小值的位置由 best_logit_gap
-的公式给出；没有训练任何模型。单独运行本文件会把所有图画到 /tmp/llm-figures/ 下。
+目标分布由 code/{MODULE}.py 的 smoothed_targets 算出；
+损失由 code/{MODULE}.py 的 loss_at_gap 逐点算出（torch，float64），
+最小值的位置由 best_logit_gap 的公式给出；没有训练任何模型。单独运行本文件会把所有图画到 /tmp/llm-figures/ 下。
 """
 
 from __future__ import annotations
@@ -211,8 +215,8 @@ if __name__ == "__main__":  # 单独运行本文件时，把 code/ 加入导入�
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
-from figkit import figure, new_figure
-from {MODULE} import best_logit_gap, loss_at_gap
+from figkit import exercise_answer, figure, figure_data, new_figure
+from {MODULE} import best_logit_gap, loss_at_gap, smoothed_targets
 
 N_CLASSES = 10  # 类别数
 EPSILONS = [0.0, 0.05, 0.1, 0.2]  # 图中比较的平滑系数
@@ -244,6 +248,74 @@ def label_smoothing_loss_figure():
     ax.legend()
     ax.grid(True)
     return fig
+
+
+TARGET_EPSILON = 0.1  # 静态图画的平滑系数
+EXPLORER_EPSILONS = [0.02, 0.05, 0.1, 0.2, 0.3, 0.5]  # 交互版滑块上的平滑系数
+
+
+def targets(eps: float) -> torch.Tensor:
+    """N_CLASSES 个类别、正确类别是第 0 类时平滑后的目标分布。"""
+    return smoothed_targets(torch.tensor([0]), N_CLASSES, eps)[0]
+
+
+@figure(
+    "{TARGETS}",
+    article="{SLUG}",
+    title="10 个类别、平滑系数 0.1 时的目标分布",
+    caption="由 code/{MODULE}.py 的 smoothed_targets 按公式算出，没有训练任何模型。"
+    "正确类别（第 0 类）的目标概率是 0.91，其余 9 个类别各 0.01。"
+    "网页上可以拖动滑块换平滑系数，旁边读出损失最小时的 logit 差距。",
+)
+def label_smoothing_targets_figure():
+    fig, ax = new_figure(size="wide")
+    ax.bar(range(N_CLASSES), targets(TARGET_EPSILON).tolist())
+    ax.set_xticks(range(N_CLASSES))
+    ax.set_xlabel("类别（第 0 类是正确类别）")
+    ax.set_ylabel("目标概率")
+    ax.set_ylim(0, 1)
+    return fig
+
+
+@figure_data("{TARGETS}", view="bars")
+def label_smoothing_targets_data():
+    """网页上的交互版：滑块选平滑系数，柱子是目标分布，旁边列出最好的 logit 差距。"""
+    views = [
+        {{"at": [i], "title": f"平滑系数 {{eps:g}}：{{N_CLASSES}} 个类别的目标概率", "values": targets(eps),
+         "stats": [{{"label": "正确类别的目标概率", "value": targets(eps)[0], "digits": 3}},
+                   {{"label": "每个错误类别的目标概率", "value": targets(eps)[1], "digits": 3}},
+                   {{"label": "最好的 logit 差距", "value": best_logit_gap(N_CLASSES, eps), "digits": 2}}]}}
+        for i, eps in enumerate(EXPLORER_EPSILONS)
+    ]
+    return {{
+        "note": "拖动滑块换平滑系数；静态图画的是 0.1。",
+        "controls": [{{"label": "平滑系数", "options": [f"{{e:g}}" for e in EXPLORER_EPSILONS], "kind": "slider",
+                      "initial": EXPLORER_EPSILONS.index(TARGET_EPSILON)}}],
+        "views": views, "x_name": "类别 0 到 9（0 是正确类别）", "y_name": "目标概率", "ymax": 1,
+    }}
+
+
+# ---------- 文末练习的答案：构建时算出，写进练习里 ----------
+
+
+@exercise_answer("{SLUG}-best-gap")
+def best_gap_answer():
+    """计算题：100 个类别、平滑系数 0.1 时最好的 logit 差距。"""
+    return best_logit_gap(100, 0.1)
+
+
+@exercise_answer("{SLUG}-no-smoothing")
+def no_smoothing_answer():
+    """选择题：不平滑、10 个类别，差距从 5 到 10 时损失怎样变（正确选项的文字）。"""
+    at5, at10 = loss_at_gap(torch.tensor([5.0, 10.0], dtype=torch.float64), N_CLASSES, 0.0).tolist()
+    return "变小" if at10 < at5 else "变大" if at10 > at5 else "不变"
+
+
+@exercise_answer("{SLUG}-more-smoothing")
+def more_smoothing_answer():
+    """先猜再看：平滑系数从 0.1 调到 0.3，最好的 logit 差距怎样变（正确选项的文字）。"""
+    before, after = best_logit_gap(N_CLASSES, 0.1), best_logit_gap(N_CLASSES, 0.3)
+    return "变小" if after < before else "变大" if after > before else "不变"
 
 
 if __name__ == "__main__":
@@ -497,9 +569,11 @@ $$
 g^\\ast = \\log\\frac{{1-\\varepsilon+\\varepsilon/n}}{{\\varepsilon/n}}
 $$
 
-$\\varepsilon$ 越小，最好的差距越大；$\\varepsilon = 0$ 时它是无穷大，也就回到了普通的交叉熵。
+$\\varepsilon$ 越小，最好的差距越大；$\\varepsilon = 0$ 时它是无穷大，也就回到了普通的交叉熵。举个例子：10 个类别、平滑系数取 0.1 时，正确类别的目标概率是 0.91，其余每个类别是 0.01，最好的差距是 $\\log 91 \\approx$ 4.51。
 
 <!-- figure: {FIGURE} -->
+
+<!-- figure: {TARGETS} -->
 
 ## 动手实现
 
@@ -534,12 +608,171 @@ $\\varepsilon$ 越小，最好的差距越大；$\\varepsilon = 0$ 时它是无�
 ## 动手实验
 
 [动手实验：标签平滑](../labs/{LAB}.ipynb)：亲手算平滑后的目标和损失，和 `F.cross_entropy` 对答案；用梯度下降找到损失最小的 logit 差距；在一个编出来的小数据集上训练两个小分类器，比较它们的置信度和准确率。
+
+## 练习
+
+```exercise
+id: best-gap
+kind: number
+question: |
+  有 100 个类别、平滑系数 $\\varepsilon = 0.1$，其余类别的 logit 都相同。损失最小时，正确类别的 logit 比它们高出多少？（保留两位小数）
+answer: {SLUG}-best-gap
+tolerance: 0.01
+explanation: |
+  按正文的公式，$g^\\ast = \\log\\frac{{1-0.1+0.001}}{{0.001}} = \\log 901$，约为 {{answer}}。类别越多，每个错误类别分到的目标概率越小，最好的差距就越大。
+```
+
+```exercise
+id: no-smoothing
+kind: choice
+question: |
+  不做平滑（$\\varepsilon = 0$）、有 10 个类别时，正确类别的 logit 差距从 5 增大到 10，损失怎样变？
+options:
+  - 变小
+  - 变大
+  - 不变
+answer: {SLUG}-no-smoothing
+explanation: |
+  不平滑时损失只看正确类别的概率：差距越大，这个概率越接近 1，损失越接近 0，但永远到不了。
+```
+
+```exercise
+id: more-smoothing
+kind: predict
+figure: {TARGETS}
+question: |
+  把平滑系数从 0.1 调到 0.3，损失最小时的 logit 差距 $g^\\ast$ 会怎样？先猜，再拖动图里的滑块，看旁边的数。
+options:
+  - 变小
+  - 变大
+  - 不变
+answer: {SLUG}-more-smoothing
+explanation: |
+  平滑越多，正确类别的目标概率越小、每个错误类别的越大，两者之比变小，最好的差距也就变小。
+```
+
+```exercise
+id: log-first
+kind: concept
+question: |
+  `label_smoothing_loss` 为什么直接用 `log_softmax`，而不是先算 `softmax` 再取 `log`？
+options:
+  - text: 为了让平滑后的损失和不平滑时相同
+    why: |
+      平滑改变的是目标分布；先取对数还是后取对数，数学上是同一个损失，和平滑没有关系。
+  - text: 很小的概率会下溢成 0，取 log 得到负无穷；log_softmax 直接从 logit 算出有限的对数
+    correct: true
+    why: |
+      平滑之后每个类别的目标都不是 0，只要有一项是负无穷，整个损失就坏了；log_softmax 不经过「先算概率」这一步。
+  - text: 为了让训练收敛得更快
+    why: |
+      两种写法数学上相等，收敛快慢一样；区别只在数值上稳不稳定。
+```
 """  # noqa: E501 (one line a paragraph, as in the real articles)
 
 
-def _run_scaffold(root: Path, after: str) -> None:
+ANSWERS_TEXT = f'''"""docs/articles/{SLUG}.md 文末练习的答案，独立地重新算一遍。
+
+构建时答案由 code/figures/{MODULE}.py 的 @exercise_answer 函数算出。这里不调用它们，也不调用
+code/{MODULE}.py：照题目写明的条件，用 math 逐项写出目标分布和交叉熵再算一次，由
+tests/exercises/test_answers.py 的 check 比较。
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.exercises.test_answers import check
+
+
+def loss(gap: float, n: int, eps: float) -> float:
+    """其余 n - 1 个类别的 logit 为 0、正确类别为 gap 时的平滑交叉熵。"""
+    log_z = gap + math.log1p((n - 1) * math.exp(-gap))
+    log_p = [gap - log_z] + [-log_z] * (n - 1)
+    q = [1 - eps + eps / n] + [eps / n] * (n - 1)
+    return -math.fsum(qi * lp for qi, lp in zip(q, log_p, strict=True))
+
+
+def argmin_gap(n: int, eps: float) -> float:
+    """在 0 到 20 之间三分搜索损失最小的差距（损失在这里是凸的）。"""
+    lo, hi = 0.0, 20.0
+    for _ in range(200):
+        a, b = lo + (hi - lo) / 3, hi - (hi - lo) / 3
+        lo, hi = (lo, b) if loss(a, n, eps) < loss(b, n, eps) else (a, hi)
+    return (lo + hi) / 2
+
+
+def trend(before: float, after: float) -> str:
+    return "变小" if after < before else "变大" if after > before else "不变"
+
+
+RECOMPUTED = {{
+    "{SLUG}-best-gap": lambda: argmin_gap(100, 0.1),
+    "{SLUG}-no-smoothing": lambda: trend(loss(5.0, 10, 0.0), loss(10.0, 10, 0.0)),
+    "{SLUG}-more-smoothing": lambda: trend(argmin_gap(10, 0.1), argmin_gap(10, 0.3)),
+}}
+
+
+@pytest.mark.parametrize("name", sorted(RECOMPUTED))
+def test_answer(name: str) -> None:
+    check(name, RECOMPUTED[name])
+'''
+
+CLAIMS_TEXT = f'''"""Every number docs/articles/{SLUG}.md states about a computation, recomputed with math."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from . import claims
+from .claims import Claim, approx
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTICLE = ROOT / "docs" / "articles" / "{SLUG}.md"
+FIGURES = ROOT / "code" / "figures" / "{MODULE}.py"
+SOURCES = claims.Sources(ROOT, ARTICLE, FIGURES)
+N, EPS = 10, 0.1  # the example's class count and smoothing
+
+
+def correct_target() -> float:
+    return 1 - EPS + EPS / N
+
+
+def other_target() -> float:
+    return EPS / N
+
+
+CLAIMS = [
+    Claim("the example's targets and best gap", "article",
+          r"正确类别的目标概率是 (\\d+\\.\\d+)，其余每个类别是 (\\d+\\.\\d+)，"
+          r"最好的差距是 \\$\\\\log (\\d+) \\\\approx\\$ (\\d+\\.\\d+)",
+          approx(correct_target, other_target, lambda: correct_target() / other_target(),
+                 lambda: math.log(correct_target() / other_target()))),
+    Claim("the figure's targets", "{TARGETS}", r"目标概率是 (\\d+\\.\\d+)，其余 (\\d+) 个类别各 (\\d+\\.\\d+)",
+          approx(correct_target, lambda: N - 1, other_target)),
+]
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
+def test_claim_holds(claim: Claim) -> None:
+    SOURCES.assert_holds(claim)
+
+
+NOT_COMPUTED: dict[str, str] = {{
+    "常用 0.1": "a customary choice of the smoothing coefficient, a setting rather than a result",
+    "平滑系数取 0.1": "the setting of the worked example (EPS above)",
+    "平滑系数 0.1 时的目标分布": "the setting the static figure draws (TARGET_EPSILON of the figure module)",
+}}
+'''
+
+def _run_scaffold(root: Path, stage: int, after: str) -> None:
     cmd = [PYTHON, "-m", "llmsite", "new", "--slug", SLUG, "--title", TITLE, "--summary", SUMMARY,
-           "--author", _first_author(root), "--tags", ",".join(TAGS), "--stage", "1", "--after", after]
+           "--author", _first_author(root), "--tags", ",".join(TAGS), "--stage", str(stage), "--after", after]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False,
                           stdin=subprocess.DEVNULL)
@@ -556,13 +789,15 @@ def _first_author(root: Path) -> str:
     return str(next(iter(authors)))
 
 
-def _last_of_stage_one(root: Path) -> str:
+def _end_of_route(root: Path) -> tuple[int, str]:
+    """(number of the last stage, its last article): the generated article goes after it, so the route's first
+    stages stay as the site's tests pin them (stage 1 ends with decoding, stage 3 starts with evaluation)."""
     from llmsite.content.catalog import load_route
 
     route, _ = load_route(root / "data" / "route.yml", root=root)
-    if not route.stages or not route.stages[0].slugs:
-        raise BenchError("data/route.yml has no article in stage 1")
-    return route.stages[0].slugs[-1]
+    if not route.stages or not route.stages[-1].slugs:
+        raise BenchError("data/route.yml has no article in its last stage")
+    return len(route.stages), route.stages[-1].slugs[-1]
 
 
 def _with_lab(route_text: str) -> str:
@@ -579,14 +814,16 @@ def _with_lab(route_text: str) -> str:
 def add_article(root: Path) -> dict[str, Any]:
     """Add one article like a real one to the repository copy at ``root``; returns what was added.
 
-    The scaffold (``python -m llmsite new``, run in ``root``) creates the article, its module, its test and its
-    place in the route; then the module, the test and the article body get real content, and a figure and a lab
-    are added (the lab listed under the article in data/route.yml).
+    The scaffold (``python -m llmsite new``, run in ``root``) creates the article, its module, its test, its figure
+    module, its answers test and its place at the end of the route; then each of them gets real content, and a claims
+    test and a lab are added (the lab listed under the article in data/route.yml). The result passes every check
+    of the full suite (tests/bench/test_marginal.py runs the article's own ones), so the suite costs what a real
+    article costs, failures included in neither copy.
     """
     if (root / "docs" / "articles" / f"{SLUG}.md").exists():
         raise BenchError(f"{root} already has docs/articles/{SLUG}.md")
-    after = _last_of_stage_one(root)
-    _run_scaffold(root, after)
+    stage, after = _end_of_route(root)
+    _run_scaffold(root, stage, after)
     article = root / "docs" / "articles" / f"{SLUG}.md"
     text = article.read_text(encoding="utf-8")
     if not text.startswith("---\n") or text.count("---\n") < 2:
@@ -597,6 +834,8 @@ def add_article(root: Path) -> dict[str, Any]:
         root / "code" / f"{MODULE}.py": MODULE_TEXT,
         root / "tests" / "code" / f"test_{MODULE}.py": TEST_TEXT,
         root / "code" / "figures" / f"{MODULE}.py": FIGURE_TEXT,
+        root / "tests" / "exercises" / f"test_{MODULE}_answers.py": ANSWERS_TEXT,
+        root / "tests" / "figures" / f"test_{MODULE}_claims.py": CLAIMS_TEXT,
         root / "labs" / f"{LAB}.py": LAB_TEXT,
     }
     for path, content in files.items():
@@ -606,6 +845,7 @@ def add_article(root: Path) -> dict[str, Any]:
     route.write_text(_with_lab(route.read_text(encoding="utf-8")), encoding="utf-8")
     return {
         "slug": SLUG,
+        "stage": stage,
         "after": after,
         "figure": FIGURE,
         "lab": f"labs/{LAB}.py",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from bench import marginal
@@ -14,26 +15,60 @@ def test_generated_article_is_a_valid_article_with_code_a_figure_and_a_lab(tmp_p
     from llmsite.figures.registry import MARKER, discover
 
     ws = Workspace.create(tmp_path / "ws", git=False)
-    last = load_route(ws.root / "data" / "route.yml", root=ws.root)[0].stages[0].slugs[-1]
+    before = load_route(ws.root / "data" / "route.yml", root=ws.root)[0].stages
     added = marginal.add_article(ws.root)
-    assert added["slug"] == marginal.SLUG and added["after"] == last
+    assert added["slug"] == marginal.SLUG and (added["stage"], added["after"]) == (len(before), before[-1].slugs[-1])
 
     site = load_site(root=ws.root)
     assert site.problems == [], "\n".join(str(p) for p in site.problems)
-    stage = site.route.stages[0].slugs
-    assert marginal.SLUG in site.articles and stage[-1] == marginal.SLUG and stage[-2] == last
+    stages = [s.slugs for s in site.route.stages]
+    # appended to the last stage: every other stage is as before (the site's tests pin their ends)
+    assert stages == [s.slugs for s in before[:-1]] + [[*before[-1].slugs, marginal.SLUG]]
     entry = next(e for e in site.route.entries if e.slug == marginal.SLUG)
     assert entry.labs == [f"labs/{marginal.LAB}.ipynb"]
     assert (ws.root / "labs" / f"{marginal.LAB}.py").is_file()
 
-    spec = discover(ws.root / "code")[marginal.FIGURE]
-    assert spec.article == marginal.SLUG and spec.module.name == f"{marginal.MODULE}.py"
+    figures = discover(ws.root / "code")
+    for name in (marginal.FIGURE, marginal.TARGETS):
+        assert figures[name].article == marginal.SLUG and figures[name].module.name == f"{marginal.MODULE}.py"
+    assert figures[marginal.TARGETS].data_function  # the predict exercise's explorable figure
     body = (ws.docs / "articles" / f"{marginal.SLUG}.md").read_text(encoding="utf-8")
-    assert [m["name"] for m in MARKER.finditer(body)] == [marginal.FIGURE]
+    assert [m["name"] for m in MARKER.finditer(body)] == [marginal.FIGURE, marginal.TARGETS]
     assert f"code/{marginal.MODULE}.py:main" in body
     assert (ws.root / "code" / f"{marginal.MODULE}.py").is_file()
     assert (ws.root / "tests" / "code" / f"test_{marginal.MODULE}.py").is_file()
     assert "label_smoothing=eps" in (ws.root / "tests" / "code" / f"test_{marginal.MODULE}.py").read_text()
+
+
+def test_generated_article_passes_the_checks_the_suite_makes_of_an_article(tmp_path: Path) -> None:
+    """B's suite is measured only if it is green: the generated article's code tests, exercise answers (recomputed
+    independently), claims and claims coverage, and its exercises of every kind, run in a copy that has it. (Its
+    build and browser checks are those every article gets; bench runs them as part of B's suite.)"""
+    import subprocess
+    import sys
+
+    from bench.marginal import add_suite_files
+
+    ws = Workspace.create(tmp_path / "ws", git=False)
+    add_suite_files(ws)
+    marginal.add_article(ws.root)
+    own = [f"tests/code/test_{marginal.MODULE}.py", f"tests/exercises/test_{marginal.MODULE}_answers.py",
+           f"tests/figures/test_{marginal.MODULE}_claims.py"]
+    site_wide = [f"tests/figures/test_claims_coverage.py::test_every_number_is_asserted_or_exempt[{marginal.SLUG}]",
+                 "tests/exercises/test_every_code_article.py",
+                 "tests/exercises/test_answers.py::test_every_declared_answer_is_recomputed"]
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-n", "0", "-p", "no:cacheprovider", *own, *site_wide],
+                          cwd=ws.root, capture_output=True, text=True, encoding="utf-8", timeout=600,
+                          env={k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LLM_TEST_"))})
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert " failed" not in proc.stdout and " skipped" not in proc.stdout, proc.stdout[-2000:]
+    slug = marginal.SLUG
+    for node in (f"test_{marginal.MODULE}.py::test_matches_torch_cross_entropy[0.1]",
+                 f"test_{marginal.MODULE}_answers.py::test_answer[{slug}-best-gap]",
+                 f"test_{marginal.MODULE}_answers.py::test_answer[{slug}-more-smoothing]",
+                 f"test_{marginal.MODULE}_claims.py::test_claim_holds[the figure's targets]",
+                 f"test_every_number_is_asserted_or_exempt[{slug}]", f"test_ends_with_exercises_of_every_kind[{slug}]"):
+        assert f"{node} PASSED" in proc.stdout, (node, proc.stdout[-3000:])
 
 
 def test_file_differences_put_the_files_whose_cpu_grew_first() -> None:
