@@ -41,6 +41,7 @@ class Kind:
 KINDS = (
     Kind("配套代码的测试", ("tests/code/test_*.py",), "module"),
     Kind("文中数字的论断", ("tests/figures/test_*_claims.py",), "names"),
+    Kind("每个数字都有论断或写明的豁免", ("tests/figures/test_claims_coverage.py",), "every"),
     Kind("可操作的图的数据", ("tests/figures/test_*_interactive.py",), "names"),
     Kind("练习答案的重新计算", ("tests/exercises/test_*answers.py",), "names"),
     Kind("每个练习答案都有独立的重新计算", ("tests/exercises/test_answers.py",), "every"),
