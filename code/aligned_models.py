@@ -7,8 +7,8 @@
 - GRPO：从它出发、按验证器的奖励训练的策略，grpo_train.py 的 GRPO_RUN 那一次（policy_model）。
 
 每个模型是一个构建产物（BUILD_ARTIFACTS），存法和 lora_train.py 的 save_acrostic_gpt 完全一样（config、
-state_dict、chars 和藏头诗的 task），直接调用它，不另写一份。llmsite/playground 再把它们导出成 float16，
-文章里一个标记 <!-- playground: aligned-sft aligned-dpo aligned-grpo --> 就把三个并排放进页面。
+state_dict、chars 和藏头诗的 task），直接调用它，不另写一份。llmsite/playground 再把它们导出成 int8
+（PLAYGROUND_INT8），文章里一个标记 <!-- playground: aligned-sft aligned-dpo aligned-grpo --> 就把三个并排放进页面。
 参数不对时抛出 ValueError，检查的代码在文件末尾。
 """
 
@@ -29,6 +29,9 @@ BUILD_ARTIFACTS = {"aligned-sft": ("aligned_sft", "save_aligned"),
                    "aligned-grpo": ("aligned_grpo", "save_aligned")}
 SFT_SEED = 0  # DPO 和 GRPO 都从种子 0 的 SFT 模型出发：三个模型的差别只来自对齐的那一步
 GRPO_RUN = "capable-0"  # grpo_train.RUNS 里从同一个 SFT 模型出发、种子 0 的那一次
+# 三个模型一起下载：放进浏览器时每个矩阵存成 int8、每行一个比例（和 quantize.py 的 quantize(w, 8) 同一种做法），
+# 下载量约为 float16 的一半；偏置和 LayerNorm 仍是 float16。见 llmsite/playground/export.py
+PLAYGROUND_INT8 = ("aligned-sft", "aligned-dpo", "aligned-grpo")
 
 
 def aligned_sft() -> tuple[TinyTransformer, CharTokenizer]:

@@ -1,15 +1,25 @@
-"""Export a trained artifact for the browser: float16 weights and a JSON header, cached like figures.
+"""Export a trained artifact for the browser: float16 (or int8) weights and a JSON header, cached like figures.
 
 Cache entry ``.cache/playground/<name>/<key>/`` holds ``header.json``, ``weights.bin`` and ``inputs.json``.
-Key = hash of: this pipeline's version, the format written here (this file's bytes), the artifact's name and
-its own key (``llmsite.artifacts.key_for``: the code that trains and saves it, the library versions). The same
-trained file gives the same bytes: tensors in ``state_dict`` order, each rounded to IEEE float16 (round to
-nearest even) and written little-endian; the header is sorted, compact JSON.
+Key = hash of: this pipeline's version, the format written here (this file's bytes), the artifact's name, its
+weight type and its own key (``llmsite.artifacts.key_for``: the code that trains and saves it, the library
+versions). The same trained file gives the same bytes: tensors in a fixed order (``expected_tensors``), each
+rounded to IEEE float16 (round to nearest even) and written little-endian; the header is sorted, compact JSON.
+
+**int8.** A module of ``code/`` may list some of the artifacts it declares in a module-level literal
+``PLAYGROUND_INT8 = ("name", ...)`` (``weights_dtype``): models shown side by side are downloaded together, and
+int8 halves what a reader waits for. Then ``"dtype": "int8"``: every matrix (2-D tensor) is stored as one float32
+scale per row (``max|row| / 127``, 1 for a row of zeros) followed by its codes ``round(w / scale)`` in [-127, 127]
+as int8, row by row: symmetric per-row absmax quantization, the scheme of ``code/quantize.py``'s ``quantize``
+with 8 bits (tests/playground checks the codes are that function's). Vectors (biases, LayerNorm) stay float16.
+Each tensor's entry then has ``"dtype"`` and ``"offset"`` in **bytes** (and ``"scales"``, the byte offset of its
+scales); in a float16 file ``offset`` counts elements, as it always has, so a float16 export is unchanged.
 
 The header (``FORMAT``)::
 
     {"format": FORMAT, "name": ..., "params": n, "config": {...}, "dtype": "float16", "layer_norm_eps": 1e-05,
      "activation": "gelu", "tensors": [{"name", "shape", "offset"}],      # offset and size in elements
+                                                                          # (int8: see above)
      "vocab": {"bytes": 256, "chars": [...]},                              # ids 0..255 bytes, then the chars
      "weights": {"file": "<name>.<digest12>.bin", "bytes": n, "sha256": hex},
      "task": {...}}                                                        # optional, see below
@@ -28,18 +38,20 @@ Planning (``plan``) only hashes; ``export`` imports torch and runs in ``python -
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import shutil
 import sys
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TextIO
 
 from llmsite import artifacts
 from llmsite import cache as build_cache
-from llmsite.paths import CACHE
+from llmsite.paths import CACHE, rel
 
 PIPELINE_VERSION = "1"
 FORMAT = "llm-playground/1"
@@ -49,6 +61,9 @@ WEIGHTS = "weights.bin"
 TARGET = "playground"  # the folder of the site that serves them
 N_BYTES = 256  # byte tokens 0..255, as in code/tokenizer.py
 MAX_WEIGHT_BYTES = 2_000_000  # what a reader downloads on the first press; a larger model needs another format
+INT8_DECLARATION = "PLAYGROUND_INT8"
+DTYPES = ("float16", "int8")
+QMAX = 127  # int8 codes in [-127, 127], symmetric
 
 
 class ExportError(RuntimeError):
@@ -75,12 +90,45 @@ class Planned:
         return self.entry(cache_dir) / WEIGHTS
 
 
+def weights_dtype(artifact: artifacts.Artifact) -> str:
+    """"int8" if the module declaring ``artifact`` lists it in ``PLAYGROUND_INT8``, else "float16"."""
+    return "int8" if artifact.name in _int8_names(artifact.module, artifact.module.stat().st_mtime_ns) else "float16"
+
+
+@lru_cache(maxsize=64)
+def _int8_names(module: Path, mtime_ns: int) -> frozenset[str]:
+    text = module.read_text(encoding="utf-8")
+    if INT8_DECLARATION not in text:
+        return frozenset()
+    tree = ast.parse(text, filename=str(module))
+    declared = {a.name for a in artifacts.discover(module.parent).values() if a.module == module.resolve()}
+    found: set[str] = set()
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == INT8_DECLARATION
+                                                     for t in node.targets)):
+            continue
+        where = f"{rel(module)}:{node.lineno}"
+        try:
+            value = ast.literal_eval(node.value)
+        except ValueError:
+            value = None
+        if not isinstance(value, (tuple, list)) or not all(isinstance(v, str) for v in value):
+            raise ExportError(f"{where}: {INT8_DECLARATION} 应是产物名字的字面量元组，例如 (\"aligned-sft\",)")
+        unknown = [v for v in value if v not in declared]
+        if unknown:
+            raise ExportError(f"{where}: {INT8_DECLARATION} 里的 {'、'.join(unknown)} 不是这个文件的 BUILD_ARTIFACTS "
+                              f"声明的产物（有：{'、'.join(sorted(declared)) or '（无）'}）")
+        found.update(value)
+    return frozenset(found)
+
+
 def key_for(artifact: artifacts.Artifact) -> build_cache.Key:
     inputs = {
         "pipeline": PIPELINE_VERSION,
         "format": FORMAT,
         "exporter": build_cache.file_digest(Path(__file__)),
         "artifact": artifact.name,
+        "dtype": weights_dtype(artifact),
         f"artifact:{artifact.name}": artifacts.key_for(artifact).digest,
     }
     return build_cache.key(inputs)
@@ -119,10 +167,23 @@ def expected_tensors(config: dict[str, Any]) -> list[str]:
     return [*names, "ln_f.weight", "ln_f.bias", "unembed.weight", "unembed.bias"]
 
 
-def encode(name: str, saved: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-    """(header, weights) for the contents of a ``save_poem_gpt``-style file: config, state_dict, chars (and an
-    optional task, ``check_task``)."""
+def int8_rows(t: Any) -> tuple[Any, Any]:
+    """(scales float32 (rows,), codes int8 (rows, cols)) of a float32 matrix: per-row symmetric absmax."""
     import torch
+
+    absmax = t.abs().amax(dim=1)
+    scales = torch.where(absmax > 0, absmax / QMAX, torch.ones_like(absmax))
+    codes = torch.round(t * (1.0 / scales[:, None])).clamp(-QMAX, QMAX).to(torch.int8)
+    return scales, codes
+
+
+def encode(name: str, saved: dict[str, Any], dtype: str = "float16") -> tuple[dict[str, Any], bytes]:
+    """(header, weights) for the contents of a ``save_poem_gpt``-style file: config, state_dict, chars (and an
+    optional task, ``check_task``); ``dtype`` "float16" or "int8" (see the module's docstring)."""
+    import torch
+
+    if dtype not in DTYPES:
+        raise ExportError(f"产物 {name}：权重类型应是 {'、'.join(DTYPES)} 之一，收到 {dtype!r}")
 
     missing = [k for k in ("config", "state_dict", "chars") if k not in saved]
     if missing:
@@ -141,14 +202,28 @@ def encode(name: str, saved: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         raise ExportError(f"产物 {name} 的词表有 {N_BYTES} + {len(chars)} 项，"
                           f"与 vocab_size = {config['vocab_size']} 不符")
     task = check_task(name, saved["task"], config, chars) if saved.get("task") is not None else None
-    tensors, blobs, offset = [], [], 0
+    tensors, blobs, offset, at = [], [], 0, 0  # offset in elements, at in bytes
     for tensor_name in expected:  # a fixed order, the one the browser reads
         t = state[tensor_name].detach().to(torch.float32)
-        half = t.to(torch.float16)
-        if not torch.isfinite(half).all():
-            raise ExportError(f"产物 {name} 的 {tensor_name} 超出了 float16 能表示的范围")
-        blobs.append(half.numpy().astype("<f2").tobytes())
-        tensors.append({"name": tensor_name, "shape": list(t.shape), "offset": offset})
+        if not torch.isfinite(t).all():
+            raise ExportError(f"产物 {name} 的 {tensor_name} 里有 inf 或 NaN")
+        spec: dict[str, Any] = {"name": tensor_name, "shape": list(t.shape)}
+        if dtype == "int8" and t.dim() == 2:
+            scales, codes = int8_rows(t)
+            parts = [scales.numpy().astype("<f4").tobytes(), codes.numpy().tobytes()]
+            spec.update(dtype="int8", scales=at, offset=at + len(parts[0]))
+        else:
+            half = t.to(torch.float16)
+            if not torch.isfinite(half).all():
+                raise ExportError(f"产物 {name} 的 {tensor_name} 超出了 float16 能表示的范围")
+            parts = [half.numpy().astype("<f2").tobytes()]
+            if dtype == "int8":
+                spec.update(dtype="float16", offset=at)
+            else:
+                spec["offset"] = offset
+        blobs += parts
+        at += sum(len(b) for b in parts)
+        tensors.append(spec)
         offset += t.numel()
     weights = b"".join(blobs)
     if len(weights) > MAX_WEIGHT_BYTES:
@@ -159,7 +234,7 @@ def encode(name: str, saved: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         "name": name,
         "params": offset,
         "config": config,
-        "dtype": "float16",
+        "dtype": dtype,
         "layer_norm_eps": 1e-5,  # nn.LayerNorm's default, as code/tiny_transformer.py uses it
         "activation": "gelu",  # exact GELU, x * Phi(x) (code/feed_forward.py)
         "tensors": tensors,
@@ -238,6 +313,8 @@ def read_tensors(header: dict[str, Any], weights: bytes) -> dict[str, Any]:
     Independent of the browser's reader (``playground.js``): tests and the benchmark compare the two."""
     import numpy as np
 
+    if header.get("dtype") == "int8":
+        return _read_int8(header, weights)
     values = np.frombuffer(weights, dtype="<f2").astype(np.float32)
     if values.size != int(header["params"]):
         raise ExportError(f"权重文件有 {values.size} 个数，说明文件写的是 {header['params']} 个")
@@ -245,6 +322,31 @@ def read_tensors(header: dict[str, Any], weights: bytes) -> dict[str, Any]:
     for spec in header["tensors"]:
         size = int(np.prod(spec["shape"]))
         out[spec["name"]] = values[spec["offset"]: spec["offset"] + size].reshape(spec["shape"]).copy()
+    return out
+
+
+def _read_int8(header: dict[str, Any], weights: bytes) -> dict[str, Any]:
+    """An int8 file: each matrix's codes times its row's float32 scale (a float32 product, as the browser's
+    Float32Array stores it), each vector from float16."""
+    import numpy as np
+
+    out, end = {}, 0
+    for spec in header["tensors"]:
+        shape, at = spec["shape"], int(spec["offset"])
+        size = int(np.prod(shape))
+        if spec["dtype"] == "int8":
+            rows = shape[0]
+            scales = np.frombuffer(weights, dtype="<f4", count=rows, offset=int(spec["scales"]))
+            codes = np.frombuffer(weights, dtype=np.int8, count=size, offset=at).reshape(shape)
+            out[spec["name"]] = codes.astype(np.float32) * scales[:, None].astype(np.float32)
+            end = max(end, at + size)
+        else:
+            out[spec["name"]] = np.frombuffer(weights, dtype="<f2", count=size, offset=at).astype(np.float32) \
+                .reshape(shape)
+            end = max(end, at + 2 * size)
+    if end != len(weights) or sum(v.size for v in out.values()) != int(header["params"]):
+        raise ExportError(f"权重文件有 {len(weights)} 字节，说明文件的张量写到第 {end} 字节、"
+                          f"共 {header['params']} 个数：两者对不上")
     return out
 
 
@@ -261,7 +363,7 @@ def export(item: Planned, artifact_file: Path, cache_dir: Path | None = None) ->
     staging = build_cache.staging_dir(root, item.name)
     try:
         saved = torch.load(artifact_file, weights_only=True)
-        header, weights = encode(item.name, saved)
+        header, weights = encode(item.name, saved, weights_dtype(item.artifact))
         (staging / WEIGHTS).write_bytes(weights)
         (staging / HEADER).write_bytes(header_bytes(header))
         (staging / "inputs.json").write_text(json.dumps(item.key.inputs, indent=1, sort_keys=True), encoding="utf-8")
@@ -285,5 +387,6 @@ def run(items: list[Planned], out: TextIO | None = None, cache_dir: Path | None 
     for item in stale:
         t0 = time.perf_counter()
         export(item, files[item.name], cache_dir)
-        print(f"  [演示] {item.name:<24} {time.perf_counter() - t0:6.2f} s  (导出 float16 权重)", file=out, flush=True)
+        print(f"  [演示] {item.name:<24} {time.perf_counter() - t0:6.2f} s  (导出 {weights_dtype(item.artifact)} 权重)",
+              file=out, flush=True)
     return len(stale)

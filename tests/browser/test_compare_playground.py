@@ -3,7 +3,7 @@
 The GRPO article carries the marker; the page is the site's own strict build, served like every browser test's.
 
 Checked: nothing is fetched before the press; after it, the three greedy poems equal PyTorch's (``kv_cache.generate``
-on the same float16-dequantized weights, ``tests/playground/reference.py``) for two head sets, and each column's
+on the same int8-dequantized weights, ``tests/playground/reference.py``) for two head sets, and each column's
 head marks and score line agree with ``verifiers.verify`` on that poem; a tampered weights file of one model is
 reported by name and a second press works; bad heads get a message and no poem; the keyboard alone works; axe-core
 finds nothing serious at 375 px and 1280 px in both palettes (screenshots for a look by eye); the page's

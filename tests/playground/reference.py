@@ -1,6 +1,7 @@
 """The exported model read back in PyTorch, independently of the browser's script.
 
-The header says where each tensor starts; the bytes are read as little-endian float16 by numpy and loaded into
+The header says where each tensor starts; the bytes are read by numpy (``export.read_tensors``: little-endian float16,
+or int8 codes times their row's scale) and loaded into
 ``code/``'s own TinyTransformer, so a test compares the browser with the teaching code on the same weights.
 """
 
@@ -29,7 +30,7 @@ def read_header(site: Path, name: str = NAME) -> dict:
 
 
 def dequantized(header: dict, weights: bytes) -> TinyTransformer:
-    """TinyTransformer with the float16 weights turned back into float32 (eval mode)."""
+    """TinyTransformer with the exported (float16 or int8) weights turned back into float32 (eval mode)."""
     model = TinyTransformer(TinyConfig(**header["config"]))
     state = {name: torch.from_numpy(values) for name, values in export.read_tensors(header, weights).items()}
     model.load_state_dict(state)  # strict: every parameter of the module, nothing else

@@ -6,7 +6,8 @@
 //    （d → 4d → 精确的 GELU → d）→ 加回残差；最后 LayerNorm 和输出层，输出层与词嵌入不共享权重）、KV 缓存
 //    （同 code/kv_cache.py：每层存下每个位置的 k、v，新词元只算一行），以及解码（同 code/sampling.py：
 //    重复惩罚 → 温度 → top-k → top-p → 抽签；或贪心）。
-//    权重是构建时导出的 float16（llmsite/playground/export.py），读进来变成 float32；计算用 JavaScript 的双精度。
+//    权重是构建时导出的 float16，或 int8（每个矩阵每行一个 float32 比例，向量仍是 float16；llmsite/playground/export.py），
+//    读进来变成 float32；计算用 JavaScript 的双精度。
 // 2. 页面：提示框、按钮、控件、概率图、注意力热力图（借用 figures.js 的 llmFigures.heatmap）。
 //    词表里的字是数据：一律用 textContent 写进页面，从不拼 HTML。
 // 3. 藏头诗：说明文件带 task（kind 为 acrostic，见 llmsite/playground/export.py）时，提示框换成「藏头」，
@@ -36,6 +37,37 @@
     var table = halfTable(), out = new Float32Array(count), view = new DataView(buffer);
     for (var i = 0; i < count; i++) out[i] = table[view.getUint16(2 * i, true)];  // 小端
     return out;
+  }
+
+  // 每个张量一个 Float32Array。float16 文件：所有数连在一起，offset 数的是第几个数。
+  // int8 文件：offset、scales 数的是字节；矩阵的每个码乘上它那一行的比例（整数乘 float32 在双精度里是精确的，
+  // 存进 Float32Array 时舍入一次，和 numpy 的 float32 乘法得到同一个数）。
+  function decodeTensors(header, buffer) {
+    var t = {};
+    var size = function (spec) { return spec.shape.reduce(function (a, b) { return a * b; }, 1); };
+    if (header.dtype === "float16") {
+      var all = decodeHalf(buffer, header.params);
+      header.tensors.forEach(function (spec) { t[spec.name] = all.subarray(spec.offset, spec.offset + size(spec)); });
+      return t;
+    }
+    var view = new DataView(buffer), table = halfTable(), total = 0;
+    header.tensors.forEach(function (spec) {
+      var n = size(spec), out = new Float32Array(n), i;
+      if (spec.offset + n * (spec.dtype === "int8" ? 1 : 2) > buffer.byteLength) throw new Error("权重文件比说明的短");
+      if (spec.dtype === "int8") {
+        var rows = spec.shape[0], cols = n / rows;
+        for (var r = 0; r < rows; r++) {
+          var scale = view.getFloat32(spec.scales + 4 * r, true), base = r * cols;
+          for (i = 0; i < cols; i++) out[base + i] = view.getInt8(spec.offset + base + i) * scale;
+        }
+      } else {
+        for (i = 0; i < n; i++) out[i] = table[view.getUint16(spec.offset + 2 * i, true)];
+      }
+      t[spec.name] = out;
+      total += n;
+    });
+    if (total !== header.params) throw new Error("权重文件的张量和说明对不上");
+    return t;
   }
 
   // ------------------------------------------------------------------ 数学小件
@@ -97,16 +129,14 @@
   // ------------------------------------------------------------------ 模型
   function Model(header, buffer) {
     var c = header.config;
-    if (header.format !== "llm-playground/1" || header.dtype !== "float16") throw new Error("不认识的权重格式");
+    if (header.format !== "llm-playground/1" || (header.dtype !== "float16" && header.dtype !== "int8")) {
+      throw new Error("不认识的权重格式");
+    }
     this.header = header;
     this.D = c.d_model; this.H = c.n_heads; this.L = c.n_layers; this.V = c.vocab_size; this.T = c.max_len;
     this.dh = this.D / this.H;
     this.eps = header.layer_norm_eps;
-    var all = decodeHalf(buffer, header.params), t = {};
-    header.tensors.forEach(function (spec) {
-      var size = spec.shape.reduce(function (a, b) { return a * b; }, 1);
-      t[spec.name] = all.subarray(spec.offset, spec.offset + size);
-    });
+    var t = decodeTensors(header, buffer);
     this.t = t;
     this.F = c.mlp ? t["blocks.0.mlp.1.up.bias"].length : 0;
     this.chars = header.vocab.chars;
