@@ -32,10 +32,11 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from llmsite import cache as build_cache
 from llmsite.cache.deps import definition_deps, key_name, per_build
@@ -89,18 +90,27 @@ def _declared(path: Path, mtime_ns: int) -> tuple[Artifact, ...]:
     return build_cache.remembered("artifacts-declared", parts, lambda: _parse_declared(path, text))
 
 
+NOT_LITERAL = object()  # what ``literal_assignments`` gives for ``NAME = <not a literal>``
+
+
+def literal_assignments(tree: ast.Module, name: str) -> Iterator[tuple[ast.Assign, Any]]:
+    """Each module-level ``name = ...`` of ``tree``: (the node, its literal value or ``NOT_LITERAL``). Declarations
+    read without importing the module (``BUILD_ARTIFACTS`` here, ``PLAYGROUND_INT8`` in ``playground/export.py``)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            try:
+                yield node, ast.literal_eval(node.value)
+            except ValueError:
+                yield node, NOT_LITERAL
+
+
 def _parse_declared(path: Path, text: str) -> tuple[Artifact, ...]:
     tree = ast.parse(text, filename=str(path))
     found = []
-    for node in tree.body:
-        if not (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == DECLARATION
-                                                     for t in node.targets)):
-            continue
+    for node, value in literal_assignments(tree, DECLARATION):
         where = f"{rel(path)}:{node.lineno}"
-        try:
-            value = ast.literal_eval(node.value)
-        except ValueError as exc:
-            raise ArtifactError(f"{where}: {DECLARATION} 必须是字面量字典 {{名字: (计算函数名, 保存函数名)}}") from exc
+        if value is NOT_LITERAL:
+            raise ArtifactError(f"{where}: {DECLARATION} 必须是字面量字典 {{名字: (计算函数名, 保存函数名)}}")
         if not isinstance(value, dict):
             raise ArtifactError(f"{where}: {DECLARATION} 必须是字典 {{名字: (计算函数名, 保存函数名)}}")
         defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}

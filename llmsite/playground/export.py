@@ -103,15 +103,8 @@ def _int8_names(module: Path, mtime_ns: int) -> frozenset[str]:
     tree = ast.parse(text, filename=str(module))
     declared = {a.name for a in artifacts.discover(module.parent).values() if a.module == module.resolve()}
     found: set[str] = set()
-    for node in tree.body:
-        if not (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == INT8_DECLARATION
-                                                     for t in node.targets)):
-            continue
+    for node, value in artifacts.literal_assignments(tree, INT8_DECLARATION):
         where = f"{rel(module)}:{node.lineno}"
-        try:
-            value = ast.literal_eval(node.value)
-        except ValueError:
-            value = None
         if not isinstance(value, (tuple, list)) or not all(isinstance(v, str) for v in value):
             raise ExportError(f"{where}: {INT8_DECLARATION} 应是产物名字的字面量元组，例如 (\"aligned-sft\",)")
         unknown = [v for v in value if v not in declared]
