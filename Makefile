@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum
 NODE_STAMP := node_modules/.installed-$(shell cksum < package-lock.json | cut -d' ' -f1)
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup node-tools bench-tools pdf serve build check test test-article test-long lint figures labs new bench lock-py313 clean
+.PHONY: setup node-tools bench-tools pdf serve build build-zensical check test test-article test-long lint figures labs new bench lock-py313 clean
 
 setup: $(STAMP)
 
@@ -38,6 +38,10 @@ serve: setup
 
 build: setup
 	$(BIN)/python -m mkdocs build --strict
+
+# 同一个站点用 Zensical 构建到 site-zensical/（llmsite/zensical/：构建前准备、Markdown 扩展、构建后收尾）
+build-zensical: setup
+	$(BIN)/python -m llmsite zensical
 
 # 整条学习路线的 PDF：先构建（学习路线页带上 PDF 的链接），再由 Chromium 打印到 site/downloads/llm-route.pdf
 pdf: setup
@@ -105,4 +109,4 @@ lock-py313:
 		$(addprefix --unsafe-package=,torch $(CUDA_ONLY)) --output-file=requirements-py313.txt requirements.in
 
 clean:
-	rm -rf site .cache
+	rm -rf site site-zensical .zensical .cache

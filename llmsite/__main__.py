@@ -15,6 +15,7 @@ COMMANDS = {
     "labs": ("llmsite.cli.labs", "执行动手实验（带缓存）"),
     "artifacts": ("llmsite.cli.artifacts", "计算构建产物，例如训练好的小模型（带缓存）"),
     "new": ("llmsite.scaffold", "新建一篇文章：文章、配套代码、图和练习答案、测试，并加入学习路线"),
+    "zensical": ("llmsite.zensical.build", "用 Zensical 构建网站到 site-zensical/（make build-zensical）"),
     "pdf": ("llmsite.cli.pdf", "把学习路线打印成一个 PDF（先构建网站）"),
     "lane": ("llmsite.cli.lane", "只运行一篇文章的检查（make test-article SLUG=…）；--changed 列出改动涉及的文章"),
     "bench": ("bench.run", "基准测试（在仓库的 bench/ 中，不属于构建）"),

@@ -348,6 +348,21 @@ def clean_build(trained_artifacts: dict[str, Path]) -> CleanBuild:
 
 
 @pytest.fixture(scope="session")
+def zensical_site(built_site: BuiltSite) -> BuiltSite:
+    """The same commit built with Zensical (``python -m llmsite zensical``), once per run, after ``built_site`` so
+    that it reads the figures, labs and models that build put in the cache (it recomputes nothing). Its pages are
+    served beside the MkDocs build's, at ``/zensical/<subpath>/``."""
+    out_dir = shared_dir() / "pages" / "zensical" / SUBPATH
+    staging = shared_dir() / "zensical-stage"
+    url = f"http://127.0.0.1:{site_port()}/zensical/{SUBPATH}/"
+    env = {**os.environ, "SITE_URL": url}
+    cmd = [sys.executable, "-m", "llmsite", "zensical", "--out", str(out_dir), "--stage", str(staging)]
+    result = once_per_run("zensical-site", lambda: _build(cmd, env, BUILD_TIMEOUT))
+    output = _require_clean("python -m llmsite zensical", cmd, result, out_dir)
+    return BuiltSite(out_dir, url, output, site_port())
+
+
+@pytest.fixture(scope="session")
 def repo_cache(built_site: BuiltSite) -> Path:
     """The repository's build cache once the run's build has filled it: every figure, lab and trained model of this
     commit. Tests that build a changed copy start from a copy of it (and so recompute only what they changed); asking

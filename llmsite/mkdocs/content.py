@@ -63,10 +63,22 @@ def link_neighbours(site: Site, nav: Any) -> None:
         page.next_page = pages.get(nxt.src_uri) if nxt else None
 
 
-def template_values(article: Article, page_url: str) -> dict[str, Any]:
-    """What the templates may read about an article: plain values, already escaped where they are HTML."""
+def article_url(article: Article) -> str:
+    """An article's URL with directory URLs (``articles/<slug>/``), as both builders give it."""
+    return f"{ARTICLES_DIR}/{article.slug}/"
+
+
+def template_values(article: Article, page_url: str, following: Article | None = None) -> dict[str, Any]:
+    """What the templates may read about an article: plain values, already escaped where they are HTML.
+    ``following`` is the next article of the route (the end of the article links to it)."""
     avatar = get_relative_url(article.author.avatar, page_url) if article.author.avatar else ""
+    after = None
+    if following is not None:
+        after = {"url": get_relative_url(article_url(following), page_url), "title": str(escape(following.title))}
     return {
+        "slug": article.slug,  # docs/articles/<slug>.md: checked to be [a-z0-9-]
+        "title": str(escape(article.title)),
+        "next": after,
         "description": str(escape(article.description)),
         "date": article.date.isoformat(),
         "author": str(escape(article.author.name)),
@@ -79,7 +91,7 @@ def template_values(article: Article, page_url: str) -> dict[str, Any]:
 def page_values(site: Site, page: Any) -> None:
     article = site.by_uri(page.file.src_uri)
     if article is not None:
-        page.meta["article"] = template_values(article, page.url)
+        page.meta["article"] = template_values(article, page.url, site.articles.get(article.next or ""))
         page.meta["readtime"] = article.readtime
         page.meta["title"] = article.title
         page.meta["description"] = article.description

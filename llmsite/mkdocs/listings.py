@@ -18,6 +18,7 @@ saves parsing about 250 tags per listing page (1 s a build); the page is the sam
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from mkdocs.exceptions import PluginError
@@ -76,13 +77,14 @@ class Listings:
 
         return MARKER.sub(replace, markdown)
 
-    def fill(self, html: str, uri: str) -> str:
-        """The page's HTML with the raw blocks that ``expand(..., defer=True)`` left out put back."""
+    def fill(self, html: str, uri: str, rebase: Callable[[str], str] | None = None) -> str:
+        """The page's HTML with the raw blocks that ``expand(..., defer=True)`` left out put back (each passed
+        through ``rebase`` first when given: the Zensical adapter makes their links relative to the source)."""
         blocks = self._deferred.pop(uri, None)
         if not blocks:
             return html
         for placeholder, block in blocks.items():
             if (found := html.count(placeholder)) != 1:
                 raise PluginError(f"{uri}: 生成的列表没有原样出现在页面里（占位 {placeholder} 出现 {found} 次）")
-            html = html.replace(placeholder, block)
+            html = html.replace(placeholder, rebase(block) if rebase is not None else block)
         return html

@@ -1,0 +1,71 @@
+"""python -m llmsite zensical: build the site with Zensical into ``site-zensical/`` (``make build-zensical``).
+
+    python -m llmsite zensical            # stage, build, finish
+    python -m llmsite zensical --out DIR  # somewhere else than site-zensical/
+    python -m llmsite zensical --stage DIR  # stage somewhere else than .zensical/ (the tests do)
+
+The three steps run in one process: Zensical calls back into Python to render Markdown, and the extension reads
+what the staging computed. A content problem stops the build with the same ``file:line`` messages as
+``mkdocs build --strict``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+
+from llmsite import paths
+from llmsite.problems import ContentError
+from llmsite.zensical import config, finish, stage, state
+
+SITE = paths.ROOT / "site-zensical"
+PINNED = "0.0.73"  # requirements.txt; 0.0.74 and later need zensical-ui, which the registries here do not serve
+
+
+def build(out: Path = SITE, staging: Path = stage.STAGE) -> dict[str, float]:
+    """Stage (in ``staging``), build and finish into ``out``; returns each step's seconds."""
+    import zensical
+
+    if zensical.version() != PINNED:
+        raise RuntimeError(
+            f"装的 Zensical 是 {zensical.version()}，本站按 {PINNED} 写（requirements.txt）：请运行 make setup"
+        )
+    times: dict[str, float] = {}
+    start = time.perf_counter()
+    values = config.read(paths.ROOT / "mkdocs.yml")
+    options = {**config.plugin_options(values), "repo_url": values.get("repo_url")}
+    built = staging / stage.SITE_NAME
+    current = state.compute(built, options)
+    yml = stage.write(current, staging)
+    times["stage"] = time.perf_counter() - start
+    start = time.perf_counter()
+    # clean: Zensical caches each page's HTML by its Markdown, but what the extension puts in a page (figures,
+    # answers, labs) changes without it; the cache is the stage's own (.zensical/.cache), never the site's .cache/
+    zensical.build(str(yml), {"strict": True, "clean": True})
+    times["zensical"] = time.perf_counter() - start
+    start = time.perf_counter()
+    finish.formulas(current, built)
+    finish.write_feed(current, built, values)
+    finish.publish(built, out)
+    times["finish"] = time.perf_counter() - start
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m llmsite zensical", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=SITE, help="写到哪个文件夹（默认 site-zensical/）")
+    parser.add_argument("--stage", type=Path, default=stage.STAGE,
+                        help="准备给 Zensical 的目录（默认 .zensical/；Zensical 的缓存也在里面）")
+    args = parser.parse_args(argv)
+    try:
+        times = build(args.out.resolve(), args.stage.resolve())
+    except (ContentError, PluginError, config.ConfigError) as exc:
+        print(f"Zensical 构建停止：\n{exc}", file=sys.stderr)
+        return 1
+    steps = "，".join(f"{name} {seconds:.1f} s" for name, seconds in times.items())
+    print(f"Zensical 构建完成：{paths.rel(args.out.resolve())}（{steps}）")
+    return 0

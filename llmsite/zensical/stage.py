@@ -1,0 +1,99 @@
+"""The staged tree Zensical builds from: ``.zensical/`` (its project root, git-ignored).
+
+- ``docs/``: a copy of the authors' ``docs/`` (they are never edited), each article's front matter with the
+  template values the MkDocs adapter sets on ``page.meta`` (``llmsite.mkdocs.content.template_values``), and the
+  generated files: listing pages, figures and their data, lab pages and notebooks, playground models. A lab
+  page is ``labs/<name>.md`` here (Zensical renders Markdown pages only); the extension fills it.
+- ``mkdocs.yml``: ``llmsite.zensical.config.staged``.
+
+The folder is written next to the old one and swapped in, so a failed staging leaves the previous one whole.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+from markupsafe import escape
+
+from llmsite import atomic, paths
+from llmsite.content import frontmatter
+from llmsite.mkdocs.content import template_values
+from llmsite.mkdocs.dates import RevisionDates
+from llmsite.zensical import config
+from llmsite.zensical.state import State
+
+STAGE = paths.ROOT / ".zensical"
+SITE_NAME = "site"  # Zensical's output, inside the stage; finish moves it to site-zensical/
+LAB_SUFFIX = ".ipynb"
+LAB_BODY = "<!-- llmsite:lab -->"  # a lab page's body: Zensical does not render a page without one
+
+
+def page_uri(uri: str) -> str:
+    """Where a page of the MkDocs build is in the staged tree (lab notebooks become Markdown pages)."""
+    lab = uri.startswith("labs/") and uri.count("/") == 1 and uri.endswith(LAB_SUFFIX)  # not labs/<name>/<name>.ipynb
+    return uri[: -len(LAB_SUFFIX)] + ".md" if lab else uri
+
+
+def url_of(uri: str) -> str:
+    """A page's URL with directory URLs, as both builders give it (``articles/x.md`` -> ``articles/x/``)."""
+    stem = uri[: -len(".md")]
+    if stem == "index":
+        return ""
+    return (stem[: -len("/index")] if stem.endswith("/index") else stem) + "/"
+
+
+def _front_matter(meta: dict[str, Any], body: str) -> str:
+    return "---\n" + yaml.safe_dump(meta, allow_unicode=True, sort_keys=False) + "---\n" + body
+
+
+def write(state: State, stage: Path = STAGE) -> Path:
+    """Write the staged tree; returns the staged ``mkdocs.yml``."""
+    stage.mkdir(parents=True, exist_ok=True)
+    docs = stage / "docs"
+    fresh = stage / "docs.new"
+    if fresh.exists():
+        shutil.rmtree(fresh)
+    shutil.copytree(paths.DOCS, fresh, ignore=shutil.ignore_patterns("*.pyc", "*.pyo", "__pycache__"))
+    dates = RevisionDates(paths.DOCS)
+    for source in sorted(paths.DOCS.rglob("*.md")):
+        uri = source.relative_to(paths.DOCS).as_posix()
+        article = state.site.by_uri(uri)
+        date = dates.of(uri) or (article.date.isoformat() if article is not None else None)
+        if article is None and date is None:
+            continue
+        fm = frontmatter.split(source.read_text(encoding="utf-8"))
+        if fm.error:  # not an article (those are checked): left as written, for Zensical to read or report
+            continue
+        meta = dict(fm.meta)
+        if date:
+            meta["revision_date"] = date  # the theme's 「最后更新」, as llmsite.mkdocs.dates gives it
+        if article is not None:
+            following = state.site.articles.get(article.next or "")
+            meta["article"] = template_values(article, url_of(uri), following)
+            meta["title"] = str(escape(article.title))  # as the MkDocs adapter: the themes print it unescaped
+            meta["description"] = str(escape(article.description))
+            meta["readtime"] = article.readtime
+        (fresh / uri).write_text(_front_matter(meta, fm.body), encoding="utf-8")
+    for file in state.generated:
+        target = fresh / page_uri(file.src_uri)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if file.abs_src_path:
+            shutil.copyfile(file.abs_src_path, target)
+        elif target.name != Path(file.src_uri).name:  # a lab page: the extension puts the notebook in its place
+            target.write_text(file.content_string + "\n" + LAB_BODY + "\n", encoding="utf-8")
+        else:
+            target.write_bytes(file.content_bytes)
+    old = stage / "docs.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if docs.exists():
+        docs.rename(old)
+    fresh.rename(docs)
+    if old.exists():
+        shutil.rmtree(old)
+    yml = stage / "mkdocs.yml"
+    atomic.write_text(yml, config.staged(paths.ROOT, stage, docs, stage / SITE_NAME, page_uri))
+    return yml
