@@ -50,6 +50,7 @@ def build(out: Path = SITE, staging: Path = stage.STAGE) -> dict[str, float]:
     start = time.perf_counter()
     finish.formulas(current, built)
     finish.write_feed(current, built, values)
+    finish.pages(built, values)
     finish.publish(built, out)
     times["finish"] = time.perf_counter() - start
     return times

@@ -6,19 +6,24 @@
 - the Atom feed (``llmsite.mkdocs.feed``);
 - the site moved to ``site-zensical/`` in one rename (the previous one stays whole until then).
 
-Not yet here (the MkDocs adapter does them in ``on_post_page`` / ``on_post_build``): the one stylesheet per page,
-the early palette script, the Content-Security-Policy, the compacted search index, minification and the
-offline list. ARCHITECTURE.md lists them under what the Zensical build lacks.
+- every page as the MkDocs adapter finishes it in ``on_post_page`` (``pages``): one stylesheet
+  (``llmsite.stylesheets``), the early palette script (``llmsite.presettle``), the Content-Security-Policy with the
+  hashes of every inline script of the site (``llmsite.mkdocs.csp``); then the policy corrected where the guess was
+  wrong, the site's own scripts and styles minified, the bundled stylesheet and the offline list written.
+
+Not here yet: the compacted search index (Zensical writes its own ``search.json``). ARCHITECTURE.md lists what the
+Zensical build lacks.
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any
 
-from llmsite import atomic, paths, tex
-from llmsite.mkdocs import feed
+from llmsite import atomic, minify, offline, paths, presettle, stylesheets, tex
+from llmsite.mkdocs import csp, feed
 from llmsite.problems import ContentError, Problem
 from llmsite.zensical.state import State
 
@@ -74,3 +79,35 @@ def publish(built: Path, target: Path) -> None:
     shutil.move(built, target)  # a rename within one filesystem
     if old.exists():
         shutil.rmtree(old)
+
+
+CSP_HASHES = paths.CACHE / "csp" / "zensical-hashes.json"  # this builder's guess (its templates differ from Material's)
+
+
+def _url(site: Path, page: Path) -> str:
+    url = page.relative_to(site).as_posix()
+    return "" if url == "index.html" else url.removesuffix("index.html")
+
+
+def pages(site: Path, values: dict[str, Any]) -> dict[str, int]:
+    """Finish every page, then the site: the steps of the MkDocs adapter's ``on_post_page`` and ``on_post_build``."""
+    theme = values.get("theme") or {}
+    early = presettle.early_script(theme.get("palette") if isinstance(theme, dict) else None)
+    bundle = stylesheets.Bundle(urlsplit(values.get("site_url") or "").path or "/")
+    policy = csp.Policy(values, CSP_HASHES)
+    count = 0
+    for page in sorted(site.rglob("*.html")):
+        url = _url(site, page)
+        html = page.read_text(encoding="utf-8")
+        try:
+            html = bundle.link(html, url, f"site-zensical/{page.relative_to(site).as_posix()}")
+        except stylesheets.StylesheetError as exc:
+            raise ContentError([Problem(f"site-zensical/{url}", 1, str(exc), "检查 mkdocs.yml 的 extra_css")]) from exc
+        html = policy.add(presettle.inject(html, early))
+        atomic.write_text(page, html)
+        count += 1
+    rewritten = policy.finish(site)
+    minified = minify.minify_site(site, paths.DOCS)
+    bundle.write(site)  # after minify: the bundle holds the sheets as readers get them
+    kept = offline.write(site)
+    return {"pages": count, "csp_rewritten": rewritten, "minified": minified, "offline_files": len(kept["files"])}

@@ -28,11 +28,18 @@ def _with_labs() -> list[str]:
     return [entry.slug for entry in route.entries if entry.labs]
 
 
+@pytest.fixture(params=["mkdocs", "zensical"])
+def any_site(request) -> BuiltSite:
+    """The run's MkDocs build, and the same commit built with Zensical (``llmsite/zensical/``): the same policy."""
+    return request.getfixturevalue("built_site" if request.param == "mkdocs" else "zensical_site")
+
+
 def _pages(built_site: BuiltSite) -> list[str]:
     return sorted(p.relative_to(built_site.dir).as_posix() for p in built_site.dir.rglob("*.html"))
 
 
-def test_every_page_has_the_same_strict_policy(built_site: BuiltSite) -> None:
+def test_every_page_has_the_same_strict_policy(any_site: BuiltSite) -> None:
+    built_site = any_site
     policies = {}
     for rel in _pages(built_site):
         text = (built_site.dir / rel).read_text(encoding="utf-8")
@@ -52,7 +59,8 @@ def test_every_page_has_the_same_strict_policy(built_site: BuiltSite) -> None:
 
 
 @pytest.mark.browser
-def test_no_page_violates_the_policy(built_site: BuiltSite, site_server: str, browser) -> None:
+def test_no_page_violates_the_policy(any_site: BuiltSite, browser) -> None:
+    built_site, site_server = any_site, any_site.base_url
     context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN")
     context.add_init_script(RECORD)
     try:
