@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Any
+from urllib.parse import urlsplit
 
 from llmsite import atomic, minify, offline, paths, presettle, stylesheets, tex
 from llmsite.mkdocs import csp, feed
