@@ -10,7 +10,8 @@ by top-level blocks:
 - ``nav``: written out with the route's stages (``data/route.yml``), as ``llmsite.mkdocs.content`` inserts them;
 - ``plugins``: without ``llmsite`` (Zensical drops unknown plugins silently; its options are read here);
 - ``markdown_extensions``: ``llmsite.zensical.extension`` added last; the snippets' base path made absolute;
-- ``docs_dir`` / ``site_dir``: the staged folders; ``theme.custom_dir``: the repository's ``overrides/``;
+- ``docs_dir`` / ``site_dir``: the staged folders; ``theme.custom_dir``: the staged copy of ``overrides/``
+  (``stage.overrides``: without the partials written for Material's own components);
   ``theme.variant``: ``classic``, Material's look (the overrides are written for it).
 """
 
@@ -123,7 +124,7 @@ def staged(root: Path, stage: Path, docs: Path, site: Path, page_uri: Any) -> st
         if key == "plugins":
             block = _without_plugin(block, "llmsite")
         elif key == "theme":
-            block, n = re.subn(r"^(  custom_dir:\s*)\S+", lambda m: m.group(1) + _relative(root / "overrides", stage),
+            block, n = re.subn(r"^(  custom_dir:\s*)\S+", lambda m: m.group(1) + "overrides",
                                block, flags=re.M)
             if n != 1:
                 raise ConfigError("mkdocs.yml 的 theme 里没有 custom_dir，Zensical 的构建找不到 overrides/")

@@ -4,6 +4,7 @@
   template values the MkDocs adapter sets on ``page.meta`` (``llmsite.mkdocs.content.template_values``), and the
   generated files: listing pages, figures and their data, lab pages and notebooks, playground models. A lab
   page is ``labs/<name>.md`` here (Zensical renders Markdown pages only); the extension fills it.
+- ``overrides/``: the theme's overrides less the partials written for Material's own components (``MATERIAL_ONLY``).
 - ``mkdocs.yml``: ``llmsite.zensical.config.staged``.
 
 The folder is written next to the old one and swapped in, so a failed staging leaves the previous one whole.
@@ -29,6 +30,9 @@ STAGE = paths.ROOT / ".zensical"
 SITE_NAME = "site"  # Zensical's output, inside the stage; finish moves it to site-zensical/
 LAB_SUFFIX = ".ipynb"
 LAB_BODY = "<!-- llmsite:lab -->"  # a lab page's body: Zensical does not render a page without one
+# Partials of overrides/ written for a component of Material's that Zensical replaces with its own: its search is a
+# dialog of its own (it finds Chinese terms; tests/browser/test_zensical_search.py), which Material's markup breaks.
+MATERIAL_ONLY = ("partials/search.html",)
 
 
 def page_uri(uri: str) -> str:
@@ -47,6 +51,15 @@ def url_of(uri: str) -> str:
 
 def _front_matter(meta: dict[str, Any], body: str) -> str:
     return "---\n" + yaml.safe_dump(meta, allow_unicode=True, sort_keys=False) + "---\n" + body
+
+
+def overrides(target: Path) -> None:
+    """The theme's overrides as Zensical gets them: the repository's ``overrides/`` less ``MATERIAL_ONLY``."""
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(paths.ROOT / "overrides", target)
+    for name in MATERIAL_ONLY:
+        (target / name).unlink(missing_ok=True)
 
 
 def write(state: State, stage: Path = STAGE) -> Path:
@@ -94,6 +107,7 @@ def write(state: State, stage: Path = STAGE) -> Path:
     fresh.rename(docs)
     if old.exists():
         shutil.rmtree(old)
+    overrides(stage / "overrides")
     yml = stage / "mkdocs.yml"
     atomic.write_text(yml, config.staged(paths.ROOT, stage, docs, stage / SITE_NAME, page_uri))
     return yml

@@ -526,7 +526,7 @@ def _searchable(tokens: list[str], term: str) -> bool:
 
 
 @pytest.mark.parametrize(("slug", "terms"), [(ATTENTION, ["注意力", "多头", "位置编码"]), (PROMPT, ["提示"])])
-def test_search_index_has_chinese_terms(mkdocs_site, content, slug, terms):  # Zensical 0.0.73: no segmentation
+def test_search_index_has_chinese_terms(mkdocs_site, content, slug, terms):  # Zensical: test_zensical_search.py
     site = mkdocs_site
     index = _search_index(site)
     entries = [d for d in index["docs"] if d["location"].split("#")[0] == f"articles/{slug}/"]
