@@ -10,6 +10,7 @@ by top-level blocks:
 - ``nav``: written out with the route's stages (``data/route.yml``), as ``llmsite.mkdocs.content`` inserts them;
 - ``plugins``: without ``llmsite`` (Zensical drops unknown plugins silently; its options are read here);
 - ``markdown_extensions``: ``llmsite.zensical.extension`` added last; the snippets' base path made absolute;
+- ``extra_css``: ``stylesheet`` added last (``stage.STYLESHEET``: what Material styles and Zensical does not);
 - ``docs_dir`` / ``site_dir``: the staged folders; ``theme.custom_dir``: the staged copy of ``overrides/``
   (``stage.overrides``: without the partials written for Material's own components);
   ``theme.variant``: ``classic``, Material's look (the overrides are written for it).
@@ -112,7 +113,7 @@ def _without_plugin(block: str, name: str) -> str:
     return "".join(out)
 
 
-def staged(root: Path, stage: Path, docs: Path, site: Path, page_uri: Any) -> str:
+def staged(root: Path, stage: Path, docs: Path, site: Path, page_uri: Any, stylesheet: str) -> str:
     """The text of the staged mkdocs.yml (``stage`` is Zensical's project root)."""
     source = root / "mkdocs.yml"
     text = source.read_text(encoding="utf-8")
@@ -130,6 +131,8 @@ def staged(root: Path, stage: Path, docs: Path, site: Path, page_uri: Any) -> st
                 raise ConfigError("mkdocs.yml 的 theme 里没有 custom_dir，Zensical 的构建找不到 overrides/")
             classic = "theme:\n  variant: classic   # Material's look (Zensical's default is modern)\n"
             block = block.replace("theme:\n", classic, 1)
+        elif key == "extra_css":
+            block = block.rstrip("\n") + f"\n  - {stylesheet}\n\n"
         elif key == "markdown_extensions":
             block, n = re.subn(r'base_path:\s*\["\."\]', f"base_path: [{_quoted(str(root))}]", block)
             if n != 1:

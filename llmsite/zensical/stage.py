@@ -33,6 +33,8 @@ LAB_BODY = "<!-- llmsite:lab -->"  # a lab page's body: Zensical does not render
 # Partials of overrides/ written for a component of Material's that Zensical replaces with its own: its search is a
 # dialog of its own (it finds Chinese terms; tests/browser/test_zensical_search.py), which Material's markup breaks.
 MATERIAL_ONLY = ("partials/search.html",)
+# Rules Material's stylesheet has and Zensical's classic variant lacks, as a stylesheet of the Zensical build only
+STYLESHEET = "assets/stylesheets/zensical.css"
 
 
 def page_uri(uri: str) -> str:
@@ -99,6 +101,7 @@ def write(state: State, stage: Path = STAGE) -> Path:
             target.write_text(file.content_string + "\n" + LAB_BODY + "\n", encoding="utf-8")
         else:
             target.write_bytes(file.content_bytes)
+    shutil.copyfile(Path(__file__).with_name("zensical.css"), fresh / STYLESHEET)
     old = stage / "docs.old"
     if old.exists():
         shutil.rmtree(old)
@@ -109,5 +112,5 @@ def write(state: State, stage: Path = STAGE) -> Path:
         shutil.rmtree(old)
     overrides(stage / "overrides")
     yml = stage / "mkdocs.yml"
-    atomic.write_text(yml, config.staged(paths.ROOT, stage, docs, stage / SITE_NAME, page_uri))
+    atomic.write_text(yml, config.staged(paths.ROOT, stage, docs, stage / SITE_NAME, page_uri, STYLESHEET))
     return yml
