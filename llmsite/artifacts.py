@@ -228,37 +228,65 @@ def build(item: Planned, code_dir: Path = CODE) -> Path:
         raise
 
 
-def _compute_side_by_side(names: list[str], out: TextIO) -> None:
-    """Compute the stale artifacts ``names``, each in its own fresh process, as many at once as there are cores
-    (each trains on one thread, so the bits do not depend on how many run at once). Their lines are printed in
-    the order of ``names``; the first failure is raised once all have finished."""
+def _cores() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def _start(name: str, stdout: Path, stderr: Path) -> subprocess.Popen[bytes]:
+    """One artifact computed in a fresh process (``python -m llmsite artifacts --only NAME``); it reads the cached
+    artifacts it needs from the ``LLM_ARTIFACT_<NAME>`` variables it inherits."""
+    with stdout.open("wb") as out, stderr.open("wb") as err:
+        return subprocess.Popen([sys.executable, "-m", "llmsite", "artifacts", "--only", name], cwd=ROOT,
+                                stdout=out, stderr=err)
+
+
+def _compute_as_ready(stale: list[Artifact], out: TextIO, code_dir: Path) -> list[str]:
+    """Compute the ``stale`` artifacts, each in its own fresh process, as many at once as there are cores (each
+    trains on one thread, so the bits do not depend on how many run at once). Each starts as soon as the stale
+    artifacts its compute function reaches are cached, not when a whole wave is done: a slow artifact holds back
+    only what reads it. Each one's lines are printed when it finishes; after a failure nothing new starts, and the
+    first failure (in the order of ``stale``) is raised once the running ones have finished. Returns the names in
+    the order they were started."""
     import tempfile
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    names = [a.name for a in stale]
+    needs = {a.name: {u.name for u in upstream(a, code_dir) if u.name in names} for a in stale}
+    started: list[str] = []
+    done: set[str] = set()
+    failures: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="llm-artifacts-") as tmp:
         logs = {name: (Path(tmp) / f"{i}.out", Path(tmp) / f"{i}.err") for i, name in enumerate(names)}
-        codes: dict[str, int] = {}
         pending = list(names)
         running: dict[str, subprocess.Popen[bytes]] = {}
         while pending or running:
-            while pending and len(running) < max(1, cores):
-                name = pending.pop(0)
-                with logs[name][0].open("wb") as stdout, logs[name][1].open("wb") as stderr:
-                    running[name] = subprocess.Popen([sys.executable, "-m", "llmsite", "artifacts", "--only", name],
-                                                     cwd=ROOT, stdout=stdout, stderr=stderr)
+            ready = [n for n in pending if needs[n] <= done] if not failures else []
+            if not running and not ready:
+                if failures:
+                    break
+                raise ArtifactError("产物互相依赖，无法决定先算哪一个：" + "、".join(pending))
+            while ready and len(running) < _cores():
+                name = ready.pop(0)
+                pending.remove(name)
+                _export_cached(code_dir)  # the upstream computed so far, for the new process to read
+                running[name] = _start(name, *logs[name])
+                started.append(name)
             for name, proc in list(running.items()):
-                if proc.poll() is not None:
-                    codes[name] = proc.returncode
-                    del running[name]
+                if proc.poll() is None:
+                    continue
+                del running[name]
+                stdout, stderr = (path.read_text(encoding="utf-8") for path in logs[name])
+                for line in stdout.splitlines():
+                    print(line, file=out, flush=True)
+                if proc.returncode == 0:
+                    done.add(name)
+                else:
+                    failures[name] = stderr.strip() or stdout.strip()
             if running:
                 time.sleep(0.2)
-        text = {name: (o.read_text(encoding="utf-8"), e.read_text(encoding="utf-8")) for name, (o, e) in logs.items()}
     for name in names:
-        for line in text[name][0].splitlines():
-            print(line, file=out, flush=True)
-    for name in names:
-        if codes[name] != 0:
-            raise ArtifactError(text[name][1].strip() or text[name][0].strip())
+        if name in failures:
+            raise ArtifactError(failures[name])
+    return started
 
 
 def upstream(artifact: Artifact, code_dir: Path = CODE) -> list[Artifact]:
@@ -284,8 +312,8 @@ def ensure(needed: list[Artifact], out: TextIO | None = None, code_dir: Path = C
     """Make sure the ``needed`` artifacts are cached (computing stale ones in fresh processes), then point
     ``LLM_ARTIFACT_<NAME>`` at every declared artifact that is cached. Returns {name: file}.
 
-    Stale artifacts are computed in waves: one whose compute function reaches another stale artifact waits for
-    the wave that computes it, and starts with its path in the environment."""
+    Stale artifacts are computed side by side (``_compute_as_ready``): one whose compute function reaches another
+    stale artifact starts once that one is cached, with its path in the environment."""
     from filelock import FileLock  # a dependency of torch, which every artifact needs
 
     out = out or sys.stdout
@@ -304,13 +332,8 @@ def ensure(needed: list[Artifact], out: TextIO | None = None, code_dir: Path = C
     with FileLock(str(cache_dir / ".lock")):
         build_cache.clean_stale_staging(cache_dir)
         stale = [item.artifact for item in plan(wanted, code_dir=code_dir) if not item.cached]
-        while stale:
-            _export_cached(code_dir)
-            wave = [a for a in stale if not any(u in stale for u in upstream(a, code_dir))]
-            if not wave:
-                raise ArtifactError("产物互相依赖，无法决定先算哪一个：" + "、".join(a.name for a in stale))
-            _compute_side_by_side([a.name for a in wave], out)
-            stale = [a for a in stale if a not in wave]
+        if stale:
+            _compute_as_ready(stale, out, code_dir)
     return _cached_paths(needed, code_dir)
 
 
