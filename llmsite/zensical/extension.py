@@ -33,6 +33,8 @@ def rebase(html: str, page_url: str, uri: str) -> str:
 
     def replace(match: re.Match[str]) -> str:
         href = match.group(2)
+        if not href:  # the page itself ("" or only a query / fragment)
+            return match.group(0)
         target = posixpath.normpath(posixpath.join(page_url, href))  # page_url is a folder: articles/x/
         out = posixpath.relpath(target, folder or ".")
         if href.endswith("/") and not out.endswith("/"):

@@ -1,0 +1,99 @@
+"""The Zensical adapter's own pieces, without a build: the links of raw HTML blocks, the staged mkdocs.yml."""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llmsite.content.render import _href, url_for
+from llmsite.zensical import config, stage
+from llmsite.zensical.extension import rebase
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# (source of the page, a page it links to): the listing pages and the other pages the route and cards link from
+PAIRS = [
+    ("route.md", "articles/grpo.md"), ("route.md", "labs/grpo_lab.ipynb"), ("index.md", "articles/decoding.md"),
+    ("index.md", "tags.md"), ("articles/index.md", "articles/llama-block.md"), ("articles/index.md", "tags.md"),
+    ("articles/page/2.md", "articles/bpe-tokenizer.md"), ("articles/page/2.md", "articles/index.md"),
+    ("articles/page/2.md", "tags.md"), ("articles/grpo.md", "articles/decoding.md"), ("about.md", "route.md"),
+    ("route.md", "route.md"),
+]
+
+
+def _zensical_resolves(href: str, source_uri: str) -> str:
+    """Where Zensical takes a relative link it finds in a page: relative to the folder of the page's source."""
+    return posixpath.normpath(posixpath.join(posixpath.dirname(source_uri), href))
+
+
+@pytest.mark.parametrize(("uri", "target"), PAIRS)
+def test_a_rebased_link_leads_where_the_mkdocs_link_leads(uri, target):
+    page_url, target_url = url_for(uri), url_for(target)
+    mkdocs_href = _href(uri, target_url)  # what render.py writes into raw HTML for MkDocs
+    assert posixpath.normpath(posixpath.join(page_url, mkdocs_href)) == posixpath.normpath(target_url or ".")
+    html = f'<p><a href="{mkdocs_href}" class="x">t</a><img alt="" src="{mkdocs_href}"></p>'
+    out = rebase(html, page_url, uri)
+    hrefs = [part.split('"')[0] for part in out.split('href="')[1:] + out.split('src="')[1:]]
+    assert len(hrefs) == 2
+    for href in hrefs:
+        assert _zensical_resolves(href, uri) == posixpath.normpath(target_url or "."), (uri, target, href)
+        assert href.endswith("/") == mkdocs_href.endswith("/")
+
+
+@pytest.mark.parametrize("href", ["https://example.org/a/", "//cdn.example/x.js", "/abs/", "#frag", "mailto:a@b.c",
+                                  "", "?q=1", "data:image/png;base64,AAAA"])
+def test_what_is_not_a_relative_link_is_left_alone(href):
+    html = f'<a href="{href}">x</a>'
+    assert rebase(html, "route/", "route.md") == html
+
+
+def test_a_link_keeps_its_query_and_fragment():
+    out = rebase('<a href="../tags/#tag:对齐">x</a>', "articles/", "articles/index.md")
+    assert out == '<a href="../tags/#tag:对齐">x</a>'  # the folder of articles/index.md is its URL's folder
+    out = rebase('<a href="../articles/x/?h=a#b">x</a>', "route/", "route.md")
+    assert out == '<a href="articles/x/?h=a#b">x</a>'
+
+
+def test_blocks_keep_every_byte_of_the_file():
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    parts = config.blocks(text)
+    assert "".join(block for _, block in parts) == text
+    keys = [key for key, _ in parts if key]
+    assert {"site_name", "theme", "nav", "plugins", "markdown_extensions", "extra_css"} <= set(keys)
+    assert len(keys) == len(set(keys))
+
+
+def test_the_staged_config_is_the_sites_with_the_adapters_changes(tmp_path):
+    staging = tmp_path / "stage"
+    text = config.staged(ROOT, staging, staging / "docs", staging / "site", stage.page_uri, stage.STYLESHEET)
+    values = yaml.load(text, Loader=config._Loader)  # noqa: S506 - a SafeLoader subclass
+    mine = config.read(ROOT / "mkdocs.yml")
+    assert values["docs_dir"] == "docs" and values["site_dir"] == "site"
+    assert values["theme"]["custom_dir"] == "overrides" and values["theme"]["variant"] == "classic"
+    assert values["site_name"] == mine["site_name"] and values["theme"]["palette"] == mine["theme"]["palette"]
+    assert [p if isinstance(p, str) else next(iter(p)) for p in values["plugins"]] == ["search", "tags"]
+    assert values["markdown_extensions"][-1] == "llmsite.zensical.extension"
+    snippets = {"pymdownx.snippets": {"base_path": [str(ROOT)], "check_paths": True}}  # absolute: any working folder
+    assert values["markdown_extensions"][:-1] == [
+        snippets if isinstance(e, dict) and "pymdownx.snippets" in e else e for e in mine["markdown_extensions"]]
+    assert values["extra_css"] == [*mine["extra_css"], stage.STYLESHEET]
+    assert values["extra_javascript"] == mine["extra_javascript"]
+    notes = next(item for item in values["nav"] if isinstance(item, dict) and "大模型学习笔记" in item)
+    stages = [next(iter(s)) for s in notes["大模型学习笔记"] if isinstance(s, dict) and "阶段" in next(iter(s))]
+    assert len(stages) == 4
+    pages = [p for s in notes["大模型学习笔记"] if isinstance(s, dict) for v in s.values() if isinstance(v, list)
+             for p in v]
+    assert "articles/grpo.md" in pages and "labs/grpo_lab.md" in pages  # a lab is a Markdown page there
+
+
+def test_a_config_without_what_the_adapter_changes_is_refused(tmp_path):
+    root = tmp_path / "site"
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "route.yml").write_bytes((ROOT / "data" / "route.yml").read_bytes())
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    (root / "mkdocs.yml").write_text(text.replace("  custom_dir: overrides\n", ""), encoding="utf-8")
+    with pytest.raises(config.ConfigError, match="custom_dir"):
+        config.staged(root, tmp_path / "s", tmp_path / "s" / "docs", tmp_path / "s" / "site", stage.page_uri, "x.css")
