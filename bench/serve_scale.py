@@ -7,7 +7,9 @@ passes, figures cached, the SVGs the plain-Material docs need). Then each server
 
 - ``incremental``: ``python -m llmsite serve`` (re-renders only what a save touches);
 - ``mkdocs``:      ``python -m mkdocs serve`` with our config (a full rebuild per save);
-- ``material``:    ``python -m mkdocs serve`` on the plain-Material config (``variants.prepare_baseline``).
+- ``material``:    ``python -m mkdocs serve`` on the plain-Material config (``variants.prepare_baseline``);
+- ``zensical``:    Zensical's own preview of the staged tree (``python -m llmsite zensical --serve``): only the body
+                   edit, in the staged copy (titles in listings and code snippets are staged once).
 
 Measured for each variant:
 
@@ -73,6 +75,9 @@ class Variant:
     docs: str  # the docs folder its pages come from (where the article edits go)
     probe: tuple[str, ...] | None = None  # must exit 0, else the variant is skipped (command not there yet)
     listings: bool = True  # the site has article list pages, route/ and tags/ listing titles
+    finished: str = _FINISHED.pattern  # what its log says after each rebuild
+    edits: tuple[str, ...] = ("body", "title", "code")  # the kinds of edit its pages follow
+    setup: tuple[str, ...] | None = None  # run once before it starts (makes its docs folder)
 
 
 VARIANTS: tuple[Variant, ...] = (
@@ -88,6 +93,19 @@ VARIANTS: tuple[Variant, ...] = (
         ("-m", "mkdocs", "serve", "-f", BASELINE_CONFIG, "--dev-addr", "{addr}"),
         BASELINE_DOCS,
         listings=False,
+    ),
+    # Zensical's own preview of the staged tree (llmsite/zensical/build.py serve): a save in the staged copy of an
+    # article. The staging is one-shot, so the pages that list a title (route, tags, lists) and the code snippets
+    # do not follow an edit: only the body edit is measured.
+    Variant(
+        "zensical",
+        ("-m", "llmsite", "zensical", "--serve", "--dev-addr", "{addr}"),
+        ".zensical/docs",
+        probe=("-m", "zensical", "--version"),
+        listings=False,
+        finished=r"issues? found",
+        edits=("body",),
+        setup=("-m", "llmsite", "zensical"),
     ),
 )
 BASELINE = "material"
@@ -167,7 +185,7 @@ class Server:
 
     def finished(self) -> int:
         """Rebuilds the server has finished (after the first build, which is before it serves)."""
-        return len(_FINISHED.findall(self.log_text()))
+        return len(re.findall(self.variant.finished, self.log_text()))
 
     def wait_quiet(self, finished_before: int | None, timeout: float = TIMEOUT) -> None:
         """Until a rebuild finished after ``finished_before`` (None: no rebuild expected) and the log then
@@ -320,6 +338,12 @@ def _measure(
 
 def run_variant(ws: Workspace, variant: Variant, n: int, repeats: int, ctx: ServeScaleContext) -> dict[str, Any]:
     out: dict[str, Any] = {"load_average_start": load_average(), "repeats": repeats}
+    if variant.setup is not None:
+        proc = subprocess.run([PYTHON, *variant.setup], cwd=ws.root, env=ws.env(), capture_output=True, text=True,
+                              check=False)
+        if proc.returncode != 0:
+            raise BenchError(f"{variant.name}: `{' '.join(variant.setup)}` exits {proc.returncode}: "
+                             f"{(proc.stderr or proc.stdout).strip()[-1500:]}")
     slug = target_slug(n)
     article = ws.root / variant.docs / "articles" / f"{slug}.md"
     files = {"article": article, "module": ws.root / MODULE}
@@ -346,6 +370,9 @@ def run_variant(ws: Workspace, variant: Variant, n: int, repeats: int, ctx: Serv
         else:
             out["code"] = {"skipped": f"{CODE_PAGE} of this variant does not include {MODULE}"}
         for kind in EDITS:
+            if kind not in variant.edits:
+                out[kind] = {"skipped": f"{variant.name} does not follow this edit"}
+                continue
             if kind not in plan:
                 continue
             samples = Samples()

@@ -3,6 +3,7 @@
     python -m llmsite zensical            # stage, build, finish
     python -m llmsite zensical --out DIR  # somewhere else than site-zensical/
     python -m llmsite zensical --stage DIR  # stage somewhere else than .zensical/ (the tests do)
+    python -m llmsite zensical --serve --dev-addr 127.0.0.1:8001  # stage, then Zensical's own preview (bench)
 
 The three steps run in one process: Zensical calls back into Python to render Markdown, and the extension reads
 what the staging computed. A content problem stops the build with the same ``file:line`` messages as
@@ -56,13 +57,33 @@ def build(out: Path = SITE, staging: Path = stage.STAGE) -> dict[str, float]:
     return times
 
 
+def serve(addr: str, staging: Path = stage.STAGE) -> None:
+    """Stage, then Zensical's own preview of the staged tree (``zensical serve``) in this process, so that the
+    extension reads what the staging computed. A measurement aid (``bench/serve_scale.py``), not the maintainer's
+    preview: it serves Zensical's build without the finishing steps (formulas stay TeX) and watches the staged copy,
+    so a save in docs/ is not seen (the bench edits the staged copy)."""
+    import zensical
+
+    values = config.read(paths.ROOT / "mkdocs.yml")
+    options = {**config.plugin_options(values), "repo_url": values.get("repo_url")}
+    current = state.compute(staging / stage.SITE_NAME, options)
+    yml = stage.write(current, staging)
+    zensical.serve(str(yml), {"dev_addr": addr, "open": False, "strict": False})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m llmsite zensical", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=SITE, help="写到哪个文件夹（默认 site-zensical/）")
     parser.add_argument("--stage", type=Path, default=stage.STAGE,
                         help="准备给 Zensical 的目录（默认 .zensical/；Zensical 的缓存也在里面）")
+    parser.add_argument("--serve", action="store_true",
+                        help="准备好以后运行 Zensical 自己的预览（给 bench 量用；公式不渲染，docs/ 里的改动看不到）")
+    parser.add_argument("--dev-addr", default="127.0.0.1:8000", help="--serve 的地址（默认 127.0.0.1:8000）")
     args = parser.parse_args(argv)
     try:
+        if args.serve:
+            serve(args.dev_addr, args.stage.resolve())
+            return 0
         times = build(args.out.resolve(), args.stage.resolve())
     except (ContentError, PluginError, config.ConfigError) as exc:
         print(f"Zensical 构建停止：\n{exc}", file=sys.stderr)

@@ -110,3 +110,28 @@ def test_mkdocs_serve_tiny_site(tmp_path: Path, repo_cache: Path) -> None:
     assert v["stopped"] == "stopped with SIGINT"
     source = (tmp_path / "serve-scale-3" / "docs" / "articles" / "bench-0002.md").read_text(encoding="utf-8")
     assert "benchmark" not in source  # the edits were undone
+
+
+@pytest.mark.slow
+def test_zensical_serve_tiny_site(tmp_path: Path, repo_cache: Path) -> None:
+    """Zensical's own preview of the staged tree (``python -m llmsite zensical --serve``), N = 3: the body edit of a
+    synthetic article reaches its page with the extension's work in it; the other edits are recorded as skipped."""
+    checked: list[str] = []
+
+    def check(server: serve_scale.Server, sample: dict[str, Any]) -> None:
+        page = server.page("articles/bench-0002/") or ""
+        assert sample["marker"] in page
+        real = server.page("articles/transformer-attention/") or ""
+        assert "figure:" not in real and "figures/attention-weights." in real, "the extension's figures served"
+        checked.append(sample["marker"])
+
+    ctx = serve_scale.ServeScaleContext(
+        tmp_path, repo_cache, sizes=[3], repeats=1, variants=["zensical"], after_edit=check
+    )
+    result = serve_scale.run_size(ctx, 3)
+    v = result["variants"]["zensical"]
+    assert "error" not in v, v
+    assert v["startup_s"] > 0 and v["body"]["n"] == 1 and v["body"]["median"] > 0
+    assert "skipped" in v["title"] and "skipped" in v["code"]
+    assert len(checked) == 1
+    assert v["stopped"].startswith("stopped")
