@@ -27,6 +27,21 @@ SITE = paths.ROOT / "site-zensical"
 PINNED = "0.0.73"  # requirements.txt; 0.0.74 and later need zensical-ui, which the registries here do not serve
 
 
+class BuildError(RuntimeError):
+    """Zensical stopped (a template or a Python callback failed): the message to show, without a traceback."""
+
+
+def _callback_error(text: str) -> str:
+    """The first line of what Zensical reports for a failed callback, without its "Python error: <type>:" prefix
+    when the type is ours (llmsite's messages name the file and line themselves)."""
+    first = text.strip().splitlines()[0] if text.strip() else "Zensical 没有说明原因"
+    first = first.removeprefix("Python error: ")
+    for ours in ("PluginError: ", "ContentError: ", "ExportError: "):
+        if first.startswith(ours):
+            return first[len(ours):]
+    return first
+
+
 def build(out: Path = SITE, staging: Path = stage.STAGE) -> dict[str, float]:
     """Stage (in ``staging``), build and finish into ``out``; returns each step's seconds."""
     import zensical
@@ -46,7 +61,10 @@ def build(out: Path = SITE, staging: Path = stage.STAGE) -> dict[str, float]:
     start = time.perf_counter()
     # clean: Zensical caches each page's HTML by its Markdown, but what the extension puts in a page (figures,
     # answers, labs) changes without it; the cache is the stage's own (.zensical/.cache), never the site's .cache/
-    zensical.build(str(yml), {"strict": True, "clean": True})
+    try:
+        zensical.build(str(yml), {"strict": True, "clean": True})
+    except RuntimeError as exc:  # an exception raised while Zensical called back into Python: its message
+        raise BuildError(_callback_error(str(exc))) from exc
     times["zensical"] = time.perf_counter() - start
     start = time.perf_counter()
     finish.formulas(current, built)
@@ -85,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             serve(args.dev_addr, args.stage.resolve())
             return 0
         times = build(args.out.resolve(), args.stage.resolve())
-    except (ContentError, PluginError, config.ConfigError) as exc:
+    except (ContentError, PluginError, config.ConfigError, BuildError) as exc:
         print(f"Zensical 构建停止：\n{exc}", file=sys.stderr)
         return 1
     steps = "，".join(f"{name} {seconds:.1f} s" for name, seconds in times.items())

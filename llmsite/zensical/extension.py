@@ -140,11 +140,21 @@ class _Settle(Postprocessor):
         uri = page.file.src_uri
         if uri in state.labs.pages:
             text = state.labs.page_content("", _Page(_SourceFolder(uri), page.url), state.files)
+            # the notebook's headings, as toc tokens: Zensical builds the page's table of contents from them
+            self.md.toc_tokens = _toc_tokens(state.labs.pages[uri].toc)  # type: ignore[attr-defined]
         text = state.listings.fill(text, uri, lambda block: rebase(block, page.url, uri))
         text = presettle.table_slots(presettle.code_blocks(text))
         if state.options.get("repo_url") and state.site.by_uri(uri) is not None:
             text = presettle.ask_slots(text)
         return text
+
+
+def _toc_tokens(tokens: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lab's stored toc tokens (what MkDocs reads: level, id, name, children) with the two keys Zensical reads
+    too: ``html`` (the heading's text as the page shows it: ``name``, escaped as MkDocs prints it) and
+    ``data-toc-label`` (none)."""
+    return [{"html": t["name"], "data-toc-label": "", **t, "children": _toc_tokens(t.get("children", []))}
+            for t in tokens]
 
 
 class SiteExtension(Extension):

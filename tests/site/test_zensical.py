@@ -55,6 +55,11 @@ def test_a_lab_page_reads_the_same_and_has_its_files(zensical_site, built_site, 
     assert mine == theirs, "the notebook and the plots are the MkDocs build's, byte for byte"
     assert f"{lab}.ipynb" in mine
     page = BeautifulSoup(z, "html.parser")
+
+    def toc(html: BeautifulSoup) -> list[str]:
+        return [a["href"] for a in html.select("nav.md-nav--secondary a.md-nav__link")]
+
+    assert toc(page) == toc(BeautifulSoup(m, "html.parser")) != [], "the notebook's headings as the page's contents"
     for img in page.select(".llm-lab img"):  # the plots: relative to the page, where the files are
         src = img["src"]
         if not src.startswith("data:"):

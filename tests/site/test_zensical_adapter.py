@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from llmsite.content.render import _href, url_for
-from llmsite.zensical import config, stage
+from llmsite.zensical import build, config, stage
 from llmsite.zensical.extension import rebase
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,3 +97,14 @@ def test_a_config_without_what_the_adapter_changes_is_refused(tmp_path):
     (root / "mkdocs.yml").write_text(text.replace("  custom_dir: overrides\n", ""), encoding="utf-8")
     with pytest.raises(config.ConfigError, match="custom_dir"):
         config.staged(root, tmp_path / "s", tmp_path / "s" / "docs", tmp_path / "s" / "site", stage.page_uri, "x.css")
+
+
+@pytest.mark.parametrize(("reported", "shown"), [
+    ("Python error: PluginError: docs/articles/x.md: 引用了没有声明的图 y\nTraceback (most recent call last):\n  ...",
+     "docs/articles/x.md: 引用了没有声明的图 y"),
+    ("Python error: KeyError: 'html'\nTraceback ...", "KeyError: 'html'"),
+    ("could not render include: error in \"partials/x.html\"", "could not render include: error in \"partials/x.html\""),
+    ("", "Zensical 没有说明原因"),
+])
+def test_a_failed_callback_is_reported_in_one_line(reported, shown):
+    assert build._callback_error(reported) == shown
