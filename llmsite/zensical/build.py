@@ -69,6 +69,7 @@ def build(out: Path = SITE, staging: Path = stage.STAGE) -> dict[str, float]:
     start = time.perf_counter()
     finish.formulas(current, built)
     finish.write_feed(current, built, values)
+    finish.neighbours(current, built)
     finish.pages(built, values)
     finish.publish(built, out)
     times["finish"] = time.perf_counter() - start

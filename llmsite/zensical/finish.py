@@ -4,6 +4,8 @@
   the build with the author's ``docs/...md:line``). Zensical's search index is written before this, from the
   pages' text, so it holds each formula's TeX, as Material's does;
 - the Atom feed (``llmsite.mkdocs.feed``);
+- an article's previous / next (``<link rel>`` in its head, the two links of its footer): the route's neighbours,
+  as the MkDocs adapter sets them (``content.link_neighbours``); Zensical gives the sidebar's, labs included;
 - the site moved to ``site-zensical/`` in one rename (the previous one stays whole until then).
 
 - every page as the MkDocs adapter finishes it in ``on_post_page`` (``pages``): one stylesheet
@@ -17,13 +19,18 @@ Zensical build lacks.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from markupsafe import escape
+from mkdocs.utils import get_relative_url
+
 from llmsite import atomic, minify, offline, paths, presettle, stylesheets, tex
 from llmsite.mkdocs import csp, feed
+from llmsite.mkdocs.content import article_url
 from llmsite.problems import ContentError, Problem
 from llmsite.zensical.state import State
 
@@ -79,6 +86,58 @@ def publish(built: Path, target: Path) -> None:
     shutil.move(built, target)  # a rename within one filesystem
     if old.exists():
         shutil.rmtree(old)
+
+
+_HEAD_NEIGHBOUR = re.compile(r'[ \t]*<link rel="(prev|next)" href="[^"]*">\n')
+_CANONICAL = re.compile(r'<link rel="canonical" href="[^"]*">\n')
+_FOOTER_LINK = re.compile(
+    r'<a href="[^"]*" class="md-footer__link md-footer__link--(?P<rel>prev|next)" '
+    r'aria-label="(?P<direction>[^":]*): [^"]*">(?P<body>.*?)</a>', re.S)
+_FOOTER_TITLE = re.compile(r'(<div class="md-ellipsis">\s*).*?(\s*</div>)', re.S)
+
+
+def neighbours(state: State, site: Path) -> int:
+    """Every article's previous / next, in its head and its footer, set to the route's; returns the pages."""
+    done = 0
+    for article in state.site.articles.values():
+        page = site / article_url(article) / "index.html"
+        html = page.read_text(encoding="utf-8")
+        articles = state.site.articles
+        want = {"prev": articles.get(article.prev or ""), "next": articles.get(article.next or "")}
+        here = article_url(article)
+
+        def href(other: Any, here: str = here) -> str:
+            return str(escape(get_relative_url(article_url(other), here)))
+
+        head = "".join(f'<link rel="{rel}" href="{href(other)}">\n' for rel, other in want.items() if other)
+        html = _HEAD_NEIGHBOUR.sub("", html)
+        canonical = _CANONICAL.search(html)
+        if canonical is None:
+            raise ContentError([Problem(f"site-zensical/{here}index.html", 1, "页面里没有 <link rel=canonical>",
+                                        "Zensical 的模板变了：更新 llmsite/zensical/finish.py 的 neighbours")])
+        html = html[: canonical.end()] + head + html[canonical.end():]
+        found: set[str] = set()
+
+        def footer(match: re.Match[str], want: dict[str, Any] = want, found: set[str] = found) -> str:
+            rel = match.group("rel")
+            found.add(rel)
+            other = want[rel]
+            if other is None:
+                return ""
+            title = str(escape(other.title))
+            body = _FOOTER_TITLE.sub(lambda m: m.group(1) + title + m.group(2), match.group("body"), count=1)
+            return (f'<a href="{href(other)}" class="md-footer__link md-footer__link--{rel}" '
+                    f'aria-label="{match.group("direction")}: {title}">{body}</a>')
+
+        html = _FOOTER_LINK.sub(footer, html)
+        missing = [rel for rel, other in want.items() if other is not None and rel not in found]
+        if missing:
+            raise ContentError([Problem(f"site-zensical/{here}index.html", 1,
+                                        f"页脚里没有可以换成学习路线邻居的 {missing} 链接",
+                                        "Zensical 的侧栏里这篇文章两边应各有一页：检查 nav")])
+        atomic.write_text(page, html)
+        done += 1
+    return done
 
 
 CSP_HASHES = paths.CACHE / "csp" / "zensical-hashes.json"  # this builder's guess (its templates differ from Material's)

@@ -321,8 +321,7 @@ def test_readtime_calibration():
 # --------------------------------------------------------------------------- previous / next
 
 
-def test_prev_next_follow_route(mkdocs_site, content):  # Zensical: the sidebar's order, labs included (ARCHITECTURE)
-    site = mkdocs_site
+def test_prev_next_follow_route(site, content):
     order = content.route_order
     assert sorted(order) == sorted(content.articles), "route.yml and docs/articles/ disagree"
     for i, slug in enumerate(order):
