@@ -42,8 +42,9 @@ ASSET_SUFFIXES = {".css", ".js", ".svg", ".png", ".jpg", ".jpeg", ".webp", ".ico
 _LUNR = "assets/javascripts/lunr/min/"
 # Material's instant navigation reads the sitemap first (which addresses are the site's own): without it, a click
 # offline would load the whole page instead of swapping its content.
+# Zensical's search reads search.json at the site's root (the Zensical build, llmsite/zensical/).
 EXTRAS = (_LUNR + "lunr.stemmer.support.min.js", _LUNR + "lunr.multi.min.js", _LUNR + "lunr.zh.min.js",
-          "search/search_index.json", "sitemap.xml")
+          "search/search_index.json", "search.json", "sitemap.xml")
 
 
 def reading_pages(site: Path) -> list[str]:
