@@ -1,4 +1,4 @@
-"""Build benchmarks: cold, warm, after an article edit, after a code edit; baseline; figure hook; labs.
+"""Build benchmarks: cold, warm, after an article edit, after a code edit; baseline; figure hook; Zensical; labs.
 
 All builds are ``mkdocs build --strict`` run from the root of a temporary copy of the
 repository, timed wall-clock (what the maintainer waits for). Variants measured
@@ -22,6 +22,7 @@ MODULE = "code/positional_encoding.py"
 SNIPPET_START = "# --8<-- [start:sinusoidal]"
 IMPORT_BARE = "import torch, matplotlib.pyplot"
 LABS_STEP = ("-m", "llmsite", "labs")
+ZENSICAL_BUILD = ("-m", "llmsite", "zensical", "--out", "site-zensical")
 
 
 @dataclass
@@ -136,12 +137,18 @@ def run(ctx: BuildContext) -> dict[str, Any]:
         out["warm_without_figure_hook_error"] = _failure("build without the figure step", exc)
         log("build: the variant without the figure step does not build; measuring warm against baseline only")
         variants = ["warm", "base"]
+    # The same site built with Zensical (llmsite/zensical/: staged, built, finished), warm from the same cache.
+    try:
+        ws.python(*ZENSICAL_BUILD)
+        variants.append("zensical")
+    except BenchError as exc:
+        out["warm_zensical_error"] = _failure("the Zensical build", exc)
     # Snapshot of the unedited site and a warm cache, for the other families.
     shutil.copytree(ws.root / "site", ctx.tmp / "seed-site")
     shutil.copytree(ws.cache, ctx.tmp / "seed-cache")
     ctx.seed_site, ctx.seed_cache = ctx.tmp / "seed-site", ctx.tmp / "seed-cache"
 
-    warm, base, without = Samples(), Samples(), Samples()
+    warm, base, without, zensical = Samples(), Samples(), Samples(), Samples()
     warm_internal = Samples()
     for i in range(ctx.warm_repeats):
         for which in rotate(variants, i):
@@ -154,11 +161,14 @@ def run(ctx: BuildContext) -> dict[str, Any]:
                     warm_internal.add(r.built_in)
             elif which == "base":
                 base.add(ws.mkdocs_build("site-baseline", config=baseline_cfg.name, strict=False).seconds)
+            elif which == "zensical":
+                zensical.add(ws.python(*ZENSICAL_BUILD).seconds)
             else:
                 without.add(nofig.mkdocs_build(config=nofig_cfg.name).seconds)
         log(
             f"build: warm {warm.values[-1]:.2f} s, baseline {base.values[-1]:.2f} s"
             + (f", without figure hook {without.values[-1]:.2f} s" if without.values else "")
+            + (f", Zensical {zensical.values[-1]:.2f} s" if zensical.values else "")
         )
     out["warm"] = warm.as_dict()
     out["warm_mkdocs_internal"] = warm_internal.as_dict()
@@ -166,6 +176,10 @@ def run(ctx: BuildContext) -> dict[str, Any]:
     out["warm_without_figure_hook"] = without.as_dict()
     out["warm_over_baseline"] = ratio(warm.median, base.median)
     out["warm_over_baseline_paired"] = paired_ratio(warm, base)
+    out["warm_zensical"] = zensical.as_dict()
+    if zensical.values:
+        out["zensical_over_warm"] = ratio(zensical.median, warm.median)
+        out["zensical_over_warm_paired"] = paired_ratio(zensical, warm)
     if without.values:
         out["figure_hook_ratio"] = ratio(warm.median, without.median)
         out["figure_hook_ratio_paired"] = paired_ratio(warm, without)

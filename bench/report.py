@@ -156,6 +156,12 @@ def render(results: dict[str, Any]) -> str:
                 f"paired {_num(b.get('warm_over_baseline_paired'))}",
             ],
             [
+                "warm Zensical build (python -m llmsite zensical)",
+                _s(b.get("warm_zensical")),
+                f"/ warm MkDocs: {_num(b.get('zensical_over_warm'))}, "
+                f"paired {_num(b.get('zensical_over_warm_paired'))}",
+            ],
+            [
                 "after editing one article",
                 _s(b.get("article_edit")),
                 f"/ unchanged build right after: {_num(b.get('article_edit_over_unchanged_paired'))}",
