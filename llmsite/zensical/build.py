@@ -16,6 +16,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from mkdocs.exceptions import PluginError
 
@@ -42,14 +43,21 @@ def _callback_error(text: str) -> str:
     return first
 
 
-def build(out: Path = SITE, staging: Path = stage.STAGE) -> dict[str, float]:
-    """Stage (in ``staging``), build and finish into ``out``; returns each step's seconds."""
-    import zensical
-
-    if zensical.version() != PINNED:
-        raise RuntimeError(
+def _zensical() -> Any:
+    try:
+        import zensical
+    except ImportError as exc:
+        raise BuildError(f"没有装 Zensical（requirements.txt 锁定 {PINNED}）：请运行 make setup") from exc
+    if zensical.version() != PINNED:  # the adapter is written against this version (ARCHITECTURE.md)
+        raise BuildError(
             f"装的 Zensical 是 {zensical.version()}，本站按 {PINNED} 写（requirements.txt）：请运行 make setup"
         )
+    return zensical
+
+
+def build(out: Path = SITE, staging: Path = stage.STAGE) -> dict[str, float]:
+    """Stage (in ``staging``), build and finish into ``out``; returns each step's seconds."""
+    zensical = _zensical()
     times: dict[str, float] = {}
     start = time.perf_counter()
     values = config.read(paths.ROOT / "mkdocs.yml")
@@ -81,7 +89,7 @@ def serve(addr: str, staging: Path = stage.STAGE) -> None:
     extension reads what the staging computed. A measurement aid (``bench/serve_scale.py``), not the maintainer's
     preview: it serves Zensical's build without the finishing steps (formulas stay TeX) and watches the staged copy,
     so a save in docs/ is not seen (the bench edits the staged copy)."""
-    import zensical
+    zensical = _zensical()
 
     values = config.read(paths.ROOT / "mkdocs.yml")
     options = {**config.plugin_options(values), "repo_url": values.get("repo_url")}

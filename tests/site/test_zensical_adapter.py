@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,10 @@ def test_a_config_without_what_the_adapter_changes_is_refused(tmp_path):
 ])
 def test_a_failed_callback_is_reported_in_one_line(reported, shown):
     assert build._callback_error(reported) == shown
+
+
+def test_without_zensical_installed_the_build_says_what_to_do(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "zensical", None)  # import zensical raises ImportError
+    assert build.main([]) == 1
+    err = capsys.readouterr().err
+    assert "没有装 Zensical" in err and "make setup" in err and "Traceback" not in err
