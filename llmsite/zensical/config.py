@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from markupsafe import escape
 
 from llmsite.content.articles import ARTICLES_DIR
 from llmsite.content.catalog import ROUTE_PAGE, load_route
@@ -94,7 +95,9 @@ def nav(config: dict[str, Any], root: Path, page_uri: Any) -> list[Any]:
         if isinstance(item, dict):
             for value in item.values():
                 if isinstance(value, list) and any(isinstance(v, dict) and ROUTE_PAGE in v.values() for v in value):
-                    value.extend({stage.title: items} for stage, items in zip(route.stages, groups, strict=True))
+                    # escaped as the MkDocs adapter does: the theme prints section titles unescaped
+                    value.extend({str(escape(stage.title)): items}
+                                 for stage, items in zip(route.stages, groups, strict=True))
                     return out
     raise ConfigError(f"mkdocs.yml 的 nav 中找不到 {ROUTE_PAGE}，无法插入学习路线的各个阶段")
 

@@ -21,6 +21,7 @@ from markupsafe import escape
 
 from llmsite import atomic, paths
 from llmsite.content import frontmatter
+from llmsite.content.render import url_for
 from llmsite.mkdocs.content import template_values
 from llmsite.mkdocs.dates import RevisionDates
 from llmsite.zensical import config
@@ -41,14 +42,6 @@ def page_uri(uri: str) -> str:
     """Where a page of the MkDocs build is in the staged tree (lab notebooks become Markdown pages)."""
     lab = uri.startswith("labs/") and uri.count("/") == 1 and uri.endswith(LAB_SUFFIX)  # not labs/<name>/<name>.ipynb
     return uri[: -len(LAB_SUFFIX)] + ".md" if lab else uri
-
-
-def url_of(uri: str) -> str:
-    """A page's URL with directory URLs, as both builders give it (``articles/x.md`` -> ``articles/x/``)."""
-    stem = uri[: -len(".md")]
-    if stem == "index":
-        return ""
-    return (stem[: -len("/index")] if stem.endswith("/index") else stem) + "/"
 
 
 def _front_matter(meta: dict[str, Any], body: str) -> str:
@@ -77,8 +70,6 @@ def write(state: State, stage: Path = STAGE) -> Path:
         uri = source.relative_to(paths.DOCS).as_posix()
         article = state.site.by_uri(uri)
         date = dates.of(uri) or (article.date.isoformat() if article is not None else None)
-        if article is None and date is None:
-            continue
         fm = frontmatter.split(source.read_text(encoding="utf-8"))
         if fm.error:  # not an article (those are checked): left as written, for Zensical to read or report
             continue
@@ -87,10 +78,12 @@ def write(state: State, stage: Path = STAGE) -> Path:
             meta["revision_date"] = date  # the theme's 「最后更新」, as llmsite.mkdocs.dates gives it
         if article is not None:
             following = state.site.articles.get(article.next or "")
-            meta["article"] = template_values(article, url_of(uri), following)
-            meta["title"] = str(escape(article.title))  # as the MkDocs adapter: the themes print it unescaped
-            meta["description"] = str(escape(article.description))
+            meta["article"] = template_values(article, url_for(uri), following)
+            meta["title"], meta["description"] = article.title, article.description
             meta["readtime"] = article.readtime
+        for key in ("title", "description"):  # as the MkDocs adapter (page_values): the themes print them unescaped
+            if isinstance(meta.get(key), str):
+                meta[key] = str(escape(meta[key]))
         (fresh / uri).write_text(_front_matter(meta, fm.body), encoding="utf-8")
     for file in state.generated:
         target = fresh / page_uri(file.src_uri)

@@ -127,6 +127,26 @@ def payload_site(tmp_path_factory: pytest.TempPathFactory, built_site) -> Payloa
     return PayloadSite(root, site, output)
 
 
+@pytest.fixture(scope="module")
+def payload_zensical(payload_site: PayloadSite) -> PayloadSite:
+    """The same payload copy built with Zensical (``python -m llmsite zensical``; its caches are the copy's, warm)."""
+    site = payload_site.root / "site-zensical"
+    env = {**os.environ, "LLM_SITE_CACHE": str(payload_site.root / ".cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "llmsite", "zensical", "--out", str(site)],
+        cwd=payload_site.root, env=env, capture_output=True, text=True, encoding="utf-8", timeout=900, check=False,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"the payload site did not build with Zensical:\n{output}"
+    return PayloadSite(payload_site.root, site, output)
+
+
+@pytest.fixture(params=["mkdocs", "zensical"])
+def any_payload_site(request) -> PayloadSite:
+    """The payload copy as MkDocs builds it and as Zensical builds it (llmsite/zensical/)."""
+    return request.getfixturevalue("payload_site" if request.param == "mkdocs" else "payload_zensical")
+
+
 class _Collector(html.parser.HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -154,7 +174,8 @@ def _outputs(site: Path, suffix: str) -> list[Path]:
 
 
 @pytest.mark.slow
-def test_no_payload_becomes_markup_in_any_html_page(payload_site: PayloadSite) -> None:
+def test_no_payload_becomes_markup_in_any_html_page(any_payload_site: PayloadSite) -> None:
+    payload_site = any_payload_site
     pages = _outputs(payload_site.site, ".html")
     assert len(pages) >= 8
     landed = 0
@@ -170,14 +191,16 @@ def test_no_payload_becomes_markup_in_any_html_page(payload_site: PayloadSite) -
 
 
 @pytest.mark.slow
-def test_the_title_element_shows_the_title_as_written(payload_site: PayloadSite) -> None:
+def test_the_title_element_shows_the_title_as_written(any_payload_site: PayloadSite) -> None:
+    payload_site = any_payload_site
     parser = _Collector()
     parser.feed((payload_site.site / "articles" / ARTICLE_SLUG / "index.html").read_text(encoding="utf-8"))
     assert parser.title_text.startswith(TITLE + " - "), parser.title_text
 
 
 @pytest.mark.slow
-def test_xml_outputs_are_well_formed_and_hold_the_text(payload_site: PayloadSite) -> None:
+def test_xml_outputs_are_well_formed_and_hold_the_text(any_payload_site: PayloadSite) -> None:
+    payload_site = any_payload_site
     feed = payload_site.site / "feed.xml"
     root = ET.parse(feed).getroot()
     ns = {"a": "http://www.w3.org/2005/Atom"}
@@ -239,6 +262,42 @@ _POKE = """() => {
     for (const type of ["mouseover", "mouseenter", "focus", "focusin"]) el.dispatchEvent(new Event(type));
   }
 }"""
+
+
+@pytest.mark.slow
+def test_zensical_search_titles_hold_no_markup(payload_zensical: PayloadSite) -> None:
+    index = json.loads((payload_zensical.site / "search.json").read_text(encoding="utf-8"))
+    titles = [item.get("title", "") for item in index["items"]]
+    assert any("mask" in t for t in titles), "the article's title is missing from Zensical's search index"
+    for t in titles:
+        parser = _Collector()
+        parser.feed(t)
+        assert not parser.tags & INJECTED_TAGS and not parser.attrs & INJECTED_ATTRS, t
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_no_payload_runs_in_the_zensical_site(payload_zensical: PayloadSite, browser) -> None:
+    """Every page of the Zensical build in Chromium, payloads poked; the title as written; its search dialog (in a
+    shadow root) shows the hostile title as text."""
+    with _served(payload_zensical, browser) as (base, context):
+        pg = context.new_page()
+        guard_timeouts(pg)
+        for rel in [p.relative_to(payload_zensical.site).as_posix() for p in _outputs(payload_zensical.site,
+                                                                                         "index.html")]:
+            pg.goto(base + rel.removesuffix("index.html"))
+            pg.evaluate(_POKE)
+            assert pg.evaluate("window.__xss") is None, rel
+            assert pg.evaluate("document.querySelectorAll('mask, t').length") == 0, rel
+        pg.goto(base + f"articles/{ARTICLE_SLUG}/")
+        assert pg.locator("article h1").first.inner_text().strip() == TITLE
+        assert pg.title().startswith(TITLE)
+        pg.locator(".md-search__button").click()
+        pg.locator("dialog[open]").wait_for()
+        pg.keyboard.type("mask")
+        found = pg.locator(f"dialog[open] a[href*='articles/{ARTICLE_SLUG}/']").first
+        found.wait_for()
+        assert pg.locator("dialog[open] mask").count() == 0 and pg.evaluate("window.__xss") is None
 
 
 @pytest.mark.slow
