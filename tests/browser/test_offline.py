@@ -71,10 +71,9 @@ class Deployed:
         return self.root / SUBPATH
 
 
-@pytest.fixture
-def copy_of_site(built_site: BuiltSite, tmp_path: Path) -> Deployed:
-    """The run's pages deployed at another address (a port of its own): the sitemap names that address, as a build
-    for it would (instant navigation only takes over links the sitemap lists), and offline.json follows."""
+def deploy(built_site: BuiltSite, tmp_path: Path) -> Deployed:
+    """A built site's pages deployed at another address (a port of its own): the sitemap names that address, as a
+    build for it would (instant navigation only takes over links the sitemap lists), and offline.json follows."""
     root = tmp_path / "pages"
     shutil.copytree(built_site.dir, root / SUBPATH)
     with socket.socket() as s:
@@ -86,6 +85,12 @@ def copy_of_site(built_site: BuiltSite, tmp_path: Path) -> Deployed:
                        encoding="utf-8")
     offline.write(root / SUBPATH)
     return Deployed(root, port)
+
+
+@pytest.fixture
+def copy_of_site(built_site: BuiltSite, tmp_path: Path) -> Deployed:
+    """The run's pages deployed at another address (``deploy``)."""
+    return deploy(built_site, tmp_path)
 
 
 @pytest.fixture

@@ -8,15 +8,13 @@ page of the route then opens with its title and its images, and Zensical's searc
 from __future__ import annotations
 
 import json
-import shutil
-import socket
 from pathlib import Path
 
 import pytest
 
 import tests.browser.test_offline as reference
 from llmsite import offline
-from tests.conftest import SUBPATH, BuiltSite
+from tests.conftest import BuiltSite
 
 pytestmark = pytest.mark.browser
 reader = reference.reader  # the reader's context (390 px, service workers allowed; an uncaught error fails)
@@ -24,17 +22,7 @@ reader = reference.reader  # the reader's context (390 px, service workers allow
 
 @pytest.fixture
 def zensical_copy(zensical_site: BuiltSite, tmp_path: Path) -> reference.Deployed:
-    root = tmp_path / "pages"
-    shutil.copytree(zensical_site.dir, root / SUBPATH)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    sitemap = root / SUBPATH / "sitemap.xml"
-    sitemap.write_text(sitemap.read_text(encoding="utf-8").replace(zensical_site.base_url,
-                                                                  f"http://127.0.0.1:{port}/{SUBPATH}/"),
-                       encoding="utf-8")
-    offline.write(root / SUBPATH)
-    return reference.Deployed(root, port)
+    return reference.deploy(zensical_site, tmp_path)
 
 
 def test_the_zensical_site_reads_offline_after_one_visit(reader, zensical_copy: reference.Deployed) -> None:

@@ -169,6 +169,14 @@ class _Collector(html.parser.HTMLParser):
             self.title_text += data
 
 
+def _assert_no_markup(texts: list[str]) -> None:
+    """Each text (rendered as HTML by a search) holds no element or attribute a payload could have injected."""
+    for t in texts:
+        parser = _Collector()
+        parser.feed(t)
+        assert not parser.tags & INJECTED_TAGS and not parser.attrs & INJECTED_ATTRS, t
+
+
 def _outputs(site: Path, suffix: str) -> list[Path]:
     return sorted(p for p in site.rglob(f"*{suffix}") if p.is_file())
 
@@ -221,10 +229,7 @@ def test_json_outputs_parse_and_search_titles_are_escaped_html(payload_site: Pay
     index = json.loads((payload_site.site / "search" / "search_index.json").read_text(encoding="utf-8"))
     titles = [doc.get("title", "") for doc in index["docs"]]
     assert any("&lt;mask&gt;" in t for t in titles), "the article's title is missing from the search index"
-    for t in titles:
-        parser = _Collector()
-        parser.feed(t)
-        assert not parser.tags & INJECTED_TAGS and not parser.attrs & INJECTED_ATTRS, t
+    _assert_no_markup(titles)
 
 
 @contextlib.contextmanager
@@ -269,10 +274,7 @@ def test_zensical_search_titles_hold_no_markup(payload_zensical: PayloadSite) ->
     index = json.loads((payload_zensical.site / "search.json").read_text(encoding="utf-8"))
     titles = [item.get("title", "") for item in index["items"]]
     assert any("mask" in t for t in titles), "the article's title is missing from Zensical's search index"
-    for t in titles:
-        parser = _Collector()
-        parser.feed(t)
-        assert not parser.tags & INJECTED_TAGS and not parser.attrs & INJECTED_ATTRS, t
+    _assert_no_markup(titles)
 
 
 @pytest.mark.slow
