@@ -51,7 +51,8 @@ def test_generated_article_passes_the_checks_the_suite_makes_of_an_article(tmp_p
 
     ws = Workspace.create(tmp_path / "ws", git=False)
     add_suite_files(ws)
-    marginal.add_article(ws.root)
+    if not (ws.root / "docs" / "articles" / f"{marginal.SLUG}.md").exists():  # in the bench's copy B it is there
+        marginal.add_article(ws.root)
     own = [f"tests/code/test_{marginal.MODULE}.py", f"tests/exercises/test_{marginal.MODULE}_answers.py",
            f"tests/figures/test_{marginal.MODULE}_claims.py"]
     site_wide = [f"tests/figures/test_claims_coverage.py::test_every_number_is_asserted_or_exempt[{marginal.SLUG}]",
