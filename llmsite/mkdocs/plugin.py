@@ -202,7 +202,11 @@ class SitePlugin(BasePlugin[SiteConfig]):
         ``llmsite.mkdocs.incremental`` re-renders a page when this changes."""
         site = self._site()
         source = file.content_string
-        parts = [file.src_uri, source, repr(site.by_uri(file.src_uri))]
+        article = site.by_uri(file.src_uri)
+        parts = [file.src_uri, source, repr(article)]
+        if article is not None:  # the end of the article names the route's next article (template_values)
+            following = site.articles.get(article.next or "")
+            parts.append(following.title if following is not None else "")
         if self.listings is not None and "<!--" in source:
             parts.append(self.listings.expand(source, file.src_uri))
         if "8<" in source:  # the code it includes from code/ (pymdownx.snippets)

@@ -424,7 +424,7 @@ def test_an_article_the_scaffold_just_made_passes_its_lane(tmp_path: Path, repo_
                  "tests/exercises/test_every_code_article.py::test_ends_with_exercises_of_every_kind[lane-sample]",
                  "tests/browser/test_accessibility.py::test_no_serious_accessibility_violations[phone-dark-pages1of3]",
                  "tests/browser/test_accessibility.py::test_figure_alt_text_carries_the_caption",
-                 "tests/security/test_csp.py::test_no_page_violates_the_policy",
+                 "tests/security/test_csp.py::test_no_page_violates_the_policy[mkdocs]",
                  "tests/exercises/test_lane_sample_answers.py::test_answer[lane-sample-top-weight]",
                  "tests/exercises/test_answers.py::test_every_declared_answer_is_recomputed",
                  "tests/figures/test_claims_coverage.py::test_every_number_is_asserted_or_exempt[lane-sample]",
