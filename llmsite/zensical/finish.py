@@ -59,8 +59,7 @@ def formulas(state: State, site: Path) -> int:
         html = page.read_text(encoding="utf-8")
         if 'class="arithmatex"' not in html:
             continue
-        url = page.relative_to(site).as_posix()
-        url = "" if url == "index.html" else url.removesuffix("index.html")
+        url = _url(site, page)
         where, source = sources.get(url, (f"site-zensical/{url}", ""))
         out, found = tex.render_arithmatex(html, source, where)
         problems += found
