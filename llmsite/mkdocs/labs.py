@@ -7,9 +7,9 @@
   ``labs/<name>/<name>.ipynb``: the executed one with a first cell that writes the ``code/`` files it
   imports (``labs.published``). Both are read as stored in the entry (``llmsite/labs/stored.py``). The MkDocs
   process imports neither mkdocs-jupyter, nbconvert nor jupytext.
-- ``page_content``: the cached body in place of the page's placeholder, its table of contents, ``.md`` /
-  ``.ipynb`` links resolved like Markdown links, a download button and, under the title, a visible
-  download link saying what the notebook needs.
+- ``page_body``: the cached body, which ``llmsite.extension`` puts in place of the page's placeholder (with
+  its table of contents): ``.md`` / ``.ipynb`` links resolved like Markdown links, a download button and,
+  under the title, a visible download link saying what the notebook needs.
 - ``edit_url``: the edit button points at ``labs/<name>.py``.
 - ``watch``: ``labs/`` is watched, so editing a lab rebuilds (only that lab re-executes).
 """
@@ -28,9 +28,9 @@ from urllib.parse import urljoin
 
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
-from mkdocs.structure.toc import get_toc
 
 from llmsite import labs, report, worker
+from llmsite.extension import LAB_BODY
 from llmsite.labs import images as lab_images
 from llmsite.labs import stored as lab_stored
 from llmsite.problems import Problem
@@ -70,7 +70,7 @@ def _execute(names: list[str]) -> None:
 
 
 def _placeholder(title: str) -> str:
-    return f"---\ntitle: {_yaml_text(title)}\n---\n"
+    return f"---\ntitle: {_yaml_text(title)}\n---\n{LAB_BODY}\n"
 
 
 def _yaml_text(text: str) -> str:
@@ -145,11 +145,10 @@ class Labs:
             for name, message in sorted(self.failed.items())
         ]
 
-    def page_content(self, html_content: str, page: Any, files: Any) -> str:
-        found = self.pages.get(page.file.src_uri)
-        if found is None:
-            return html_content
-        page.toc = get_toc(found.toc)
+    def page_body(self, page: Any, files: Any) -> str:
+        """A lab page's HTML: its executed notebook, links resolved against ``page`` (its table of contents is
+        ``self.pages[uri].toc``; ``llmsite.extension`` gives it to the builder)."""
+        found = self.pages[page.file.src_uri]
         body = _links(found.body, page, files, found.lab)
         if found.images:
             body = lab_images.link(body, found.images,

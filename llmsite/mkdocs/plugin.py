@@ -21,6 +21,7 @@ from llmsite import minify, offline, paths, presettle, stylesheets
 from llmsite.cache import deps
 from llmsite.content.articles import Site, body_with_snippets
 from llmsite.content.memo import ArticleMemo
+from llmsite.extension import Adapter, Features, SiteExtension
 from llmsite.mkdocs import content, csp, feed, formulas, search_index
 from llmsite.mkdocs.banner import Banner, is_warning
 from llmsite.mkdocs.config import SiteConfig
@@ -61,6 +62,8 @@ class SitePlugin(BasePlugin[SiteConfig]):
         # Under ``python -m llmsite serve`` the server adds the banner to the HTML it sends (the written pages
         # stay identical to a clean build); under ``mkdocs serve`` it is written into every page.
         self.banner_in_pages = True
+        self.rendering: Any = None  # the page MkDocs is rendering (between on_page_markdown and on_page_content)
+        self.rendering_with: tuple[Any, bool] = (None, False)  # its build's files; whether it has 「提问」 slots
 
     # ------------------------------------------------------------------ set-up
 
@@ -90,6 +93,9 @@ class SitePlugin(BasePlugin[SiteConfig]):
         # a preview keeps the stylesheets as separate files, as it keeps them unminified
         base = urlsplit(config.get("site_url") or "").path or "/"
         self.stylesheets = None if self.serving else stylesheets.Bundle(base)
+        # the pages' markers, lab bodies and settled markup (llmsite.extension, shared with the other builders)
+        config["markdown_extensions"] = [e for e in config["markdown_extensions"] if not isinstance(e, SiteExtension)]
+        config["markdown_extensions"].append(SiteExtension(_Adapter(self)))
         return config
 
     @event_priority(100)  # before other plugins read the files (the tags plugin, search)
@@ -123,18 +129,13 @@ class SitePlugin(BasePlugin[SiteConfig]):
         content.page_values(site, page)
         if self.dates is not None:
             self.dates.apply(page, site.by_uri(page.file.src_uri))
-        if self.listings is not None:
-            markdown = self.listings.expand(markdown, page.file.src_uri, defer=True)
-        markdown = self.exercises.expand(markdown, page.file.src_uri, page.file.content_string)
-        markdown = self.playground.expand(markdown, page)
-        return self.figures.expand(markdown, page)
+        # MkDocs renders the page next: llmsite.extension expands its markers then, and settles its HTML
+        self.rendering = page
+        self.rendering_with = (files, bool(config.get("repo_url")))
+        return markdown
 
     def on_page_content(self, html: str, *, page: Any, config: Any, files: Any) -> str:
-        if self.listings is not None:
-            html = self.listings.fill(html, page.file.src_uri)
-        html = presettle.table_slots(presettle.code_blocks(self.labs.page_content(html, page, files)))
-        if config.get("repo_url") and self._site().by_uri(page.file.src_uri) is not None:  # feedback.js runs there
-            html = presettle.ask_slots(html)
+        self.rendering = None
         return html
 
     @event_priority(-50)  # after Material's search plugin has indexed the page's text (formulas as TeX)
@@ -231,3 +232,19 @@ class SitePlugin(BasePlugin[SiteConfig]):
 
     def _csp_meta(self, output: str) -> str:
         return self.csp.add(output) if self.csp is not None else output
+
+
+class _Adapter(Adapter):
+    """The page MkDocs is rendering and this build's feature objects, for ``llmsite.extension``."""
+
+    def __init__(self, plugin: SitePlugin) -> None:
+        self.plugin = plugin
+
+    def rendering(self, md: Any) -> Any:
+        return self.plugin.rendering
+
+    def features(self) -> Features:
+        p = self.plugin
+        files, ask = p.rendering_with
+        return Features(site=p._site(), listings=p.listings, exercises=p.exercises, playground=p.playground,
+                        figures=p.figures, labs=p.labs, files=files, ask=ask)

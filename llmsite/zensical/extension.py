@@ -1,10 +1,12 @@
-"""The Python-Markdown extension Zensical runs on every page (``markdown_extensions: - llmsite.zensical.extension``).
+"""The site's Markdown extension (``llmsite.extension``) as Zensical loads it
+(``markdown_extensions: - llmsite.zensical.extension``), with the adapter that tells it:
 
-Before any other preprocessor (the MkDocs adapter does the same in ``on_page_markdown``), for the page Zensical is
-rendering (its ``ContextPreprocessor`` names it): the listing markers, the exercises, the playground and the
-figures are expanded, and links to lab notebooks point at their staged pages. After the last postprocessor
-(``on_page_content`` in the MkDocs adapter): the listings' raw blocks are put back, a lab page gets its
-executed notebook, and code blocks, tables and the 「提问」 slots get their settled markup (``llmsite.presettle``).
+- the page being rendered: the one Zensical's ``ContextPreprocessor`` names, read from the staged build's
+  files (``state.current()``);
+- links to lab notebooks point at their staged pages (``labs/<name>.md``), and a lab page's links are relative
+  to its staged source's folder;
+- a listing's raw HTML has its links made relative to the page's source (``rebase``): Zensical rewrites every
+  relative link of a page's HTML that way.
 """
 
 from __future__ import annotations
@@ -14,14 +16,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from markdown import Extension, Markdown
-from markdown.postprocessors import Postprocessor
-from markdown.preprocessors import Preprocessor
-from markdown.treeprocessors import Treeprocessor
+from markdown import Markdown
 
-from llmsite import paths, presettle
+from llmsite import paths
+from llmsite.extension import Adapter, Features, SiteExtension
 from llmsite.zensical import state as state_mod
-from llmsite.zensical.stage import LAB_BODY, LAB_SUFFIX
+from llmsite.zensical.stage import LAB_SUFFIX
 
 _RELATIVE = re.compile(r'(\s(?:href|src)=")(?![a-z][a-z0-9+.-]*:|/|#)([^"#?]*)')
 
@@ -65,9 +65,9 @@ class _Page:
 
 
 class _SourceFolder(str):
-    """A lab page's file as ``Labs.page_content`` reads it: its ``src_uri``, and, as the base its links are made
+    """A lab page's file as ``Labs.page_body`` reads it: its ``src_uri``, and, as the base its links are made
     relative to, the folder of its staged source (``labs/``): Zensical rewrites every relative link in a page's
-    HTML as relative to the Markdown file it came from (MkDocs leaves the HTML of ``on_page_content`` alone)."""
+    HTML as relative to the Markdown file it came from (MkDocs publishes the extension's HTML as it is)."""
 
     src_uri: str
 
@@ -106,63 +106,27 @@ def _page(md: Markdown) -> _Page:
     return _Page(file, rendering.url)
 
 
-class _Markers(Preprocessor):
-    def run(self, lines: list[str]) -> list[str]:
-        self.md.llmsite_whole = False  # type: ignore[attr-defined]
+class ZensicalAdapter(Adapter):
+    """The page Zensical is rendering, and how Zensical publishes what the extension writes."""
+
+    def rendering(self, md: Markdown) -> _Page:
+        return _page(md)
+
+    def features(self) -> Features:
         state = state_mod.current()
-        page = _page(self.md)
-        uri = page.file.src_uri
-        if uri in state.labs.pages:
-            return [LAB_BODY]  # the lab's executed notebook replaces it (_Settle)
-        markdown = "\n".join(lines)
-        markdown = state.listings.expand(markdown, uri, defer=True)
-        markdown = state.exercises.expand(markdown, uri, page.file.content_string)
-        markdown = state.playground.expand(markdown, page)
-        markdown = state.figures.expand(markdown, page)
-        markdown = _LAB_LINK.sub(r"\1.md", markdown)
-        return markdown.split("\n")
+        return Features(site=state.site, listings=state.listings, exercises=state.exercises,
+                        playground=state.playground, figures=state.figures, labs=state.labs, files=state.files,
+                        ask=bool(state.repo_url))
 
+    def links(self, markdown: str) -> str:
+        return _LAB_LINK.sub(r"\1.md", markdown)  # a lab's page is staged as labs/<name>.md
 
-class _Whole(Treeprocessor):
-    """Marks the end of the tree's processing: postprocessors run on the whole page from now on (the toc
-    extension runs them on each heading's HTML before)."""
+    def lab_page(self, page: Any) -> Any:
+        return _Page(_SourceFolder(page.file.src_uri), page.url)
 
-    def run(self, root: Any) -> None:
-        self.md.llmsite_whole = True  # type: ignore[attr-defined]
-
-
-class _Settle(Postprocessor):
-    def run(self, text: str) -> str:
-        if not getattr(self.md, "llmsite_whole", False):
-            return text
-        state = state_mod.current()
-        page = _page(self.md)
-        uri = page.file.src_uri
-        if uri in state.labs.pages:
-            text = state.labs.page_content("", _Page(_SourceFolder(uri), page.url), state.files)
-            # the notebook's headings, as toc tokens: Zensical builds the page's table of contents from them
-            self.md.toc_tokens = _toc_tokens(state.labs.pages[uri].toc)  # type: ignore[attr-defined]
-        text = state.listings.fill(text, uri, lambda block: rebase(block, page.url, uri))
-        text = presettle.table_slots(presettle.code_blocks(text))
-        if state.options.get("repo_url") and state.site.by_uri(uri) is not None:
-            text = presettle.ask_slots(text)
-        return text
-
-
-def _toc_tokens(tokens: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The lab's stored toc tokens (what MkDocs reads: level, id, name, children) with the two keys Zensical reads
-    too: ``html`` (the heading's text as the page shows it: ``name``, escaped as MkDocs prints it) and
-    ``data-toc-label`` (none)."""
-    return [{"html": t["name"], "data-toc-label": "", **t, "children": _toc_tokens(t.get("children", []))}
-            for t in tokens]
-
-
-class SiteExtension(Extension):
-    def extendMarkdown(self, md: Markdown) -> None:
-        md.preprocessors.register(_Markers(md), "llmsite_markers", 100)  # before snippets (32)
-        md.treeprocessors.register(_Whole(md), "llmsite_whole", -100)  # after every other treeprocessor
-        md.postprocessors.register(_Settle(md), "llmsite_settle", 0)  # after raw HTML is restored (30)
+    def listing_html(self, block: str, page: Any) -> str:
+        return rebase(block, page.url, page.file.src_uri)
 
 
 def makeExtension(**kwargs: Any) -> SiteExtension:
-    return SiteExtension(**kwargs)
+    return SiteExtension(ZensicalAdapter())

@@ -30,7 +30,6 @@ from llmsite.zensical.state import State
 STAGE = paths.ROOT / ".zensical"
 SITE_NAME = "site"  # Zensical's output, inside the stage; finish moves it to site-zensical/
 LAB_SUFFIX = ".ipynb"
-LAB_BODY = "<!-- llmsite:lab -->"  # a lab page's body: Zensical does not render a page without one
 # Partials of overrides/ written for a component of Material's that Zensical replaces with its own: its search is a
 # dialog of its own (it finds Chinese terms; tests/browser/test_zensical_search.py), which Material's markup breaks.
 MATERIAL_ONLY = ("partials/search.html",)
@@ -90,9 +89,7 @@ def write(state: State, stage: Path = STAGE) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         if file.abs_src_path:
             shutil.copyfile(file.abs_src_path, target)
-        elif target.name != Path(file.src_uri).name:  # a lab page: the extension puts the notebook in its place
-            target.write_text(file.content_string + "\n" + LAB_BODY + "\n", encoding="utf-8")
-        else:
+        else:  # made in memory: the listing pages, a lab page (front matter and llmsite.extension.LAB_BODY)
             target.write_bytes(file.content_bytes)
     shutil.copyfile(Path(__file__).with_name("zensical.css"), fresh / STYLESHEET)
     old = stage / "docs.old"
