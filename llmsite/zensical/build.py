@@ -61,9 +61,8 @@ def build(out: Path = SITE, staging: Path = stage.STAGE) -> dict[str, float]:
     times: dict[str, float] = {}
     start = time.perf_counter()
     values = config.read(paths.ROOT / "mkdocs.yml")
-    options = {**config.plugin_options(values), "repo_url": values.get("repo_url")}
     built = staging / stage.SITE_NAME
-    current = state.compute(built, options)
+    current = state.compute(built, config.plugin_options(values), values.get("repo_url"))
     yml = stage.write(current, staging)
     times["stage"] = time.perf_counter() - start
     start = time.perf_counter()
@@ -75,10 +74,8 @@ def build(out: Path = SITE, staging: Path = stage.STAGE) -> dict[str, float]:
         raise BuildError(_callback_error(str(exc))) from exc
     times["zensical"] = time.perf_counter() - start
     start = time.perf_counter()
-    finish.formulas(current, built)
     finish.write_feed(current, built, values)
-    finish.neighbours(current, built)
-    finish.pages(built, values)
+    finish.pages(current, built, values)
     finish.publish(built, out)
     times["finish"] = time.perf_counter() - start
     return times
@@ -92,8 +89,7 @@ def serve(addr: str, staging: Path = stage.STAGE) -> None:
     zensical = _zensical()
 
     values = config.read(paths.ROOT / "mkdocs.yml")
-    options = {**config.plugin_options(values), "repo_url": values.get("repo_url")}
-    current = state.compute(staging / stage.SITE_NAME, options)
+    current = state.compute(staging / stage.SITE_NAME, config.plugin_options(values), values.get("repo_url"))
     yml = stage.write(current, staging)
     zensical.serve(str(yml), {"dev_addr": addr, "open": False, "strict": False})
 

@@ -28,6 +28,7 @@ from markupsafe import escape
 
 from llmsite.content.articles import ARTICLES_DIR
 from llmsite.content.catalog import ROUTE_PAGE, load_route
+from llmsite.mkdocs.config import SiteConfig
 
 _TOP = re.compile(r"^(?P<key>[A-Za-z_]+):", re.M)
 
@@ -64,11 +65,19 @@ def read(path: Path) -> dict[str, Any]:
     return data
 
 
-def plugin_options(config: dict[str, Any], name: str = "llmsite") -> dict[str, Any]:
+def plugin_options(config: dict[str, Any], name: str = "llmsite") -> SiteConfig:
+    """The ``plugins: - llmsite: {...}`` options, checked and with their defaults as the MkDocs plugin has them."""
+    found: dict[str, Any] = {}
     for item in config.get("plugins") or []:
         if isinstance(item, dict) and name in item:
-            return dict(item[name] or {})
-    return {}
+            found = dict(item[name] or {})
+    options = SiteConfig(config_file_path="mkdocs.yml")
+    options.load_dict(found)
+    errors, warnings = options.validate()
+    if errors or warnings:
+        said = "；".join(f"{key}: {problem}" for key, problem in [*errors, *warnings])
+        raise ConfigError(f"mkdocs.yml 的 plugins: - {name}: 的选项有问题：{said}")
+    return options
 
 
 def blocks(text: str) -> list[tuple[str, str]]:

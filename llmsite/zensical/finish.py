@@ -1,17 +1,19 @@
 """After Zensical: the built pages finished the way the MkDocs adapter finishes its own.
 
-- formulas: every page's arithmatex spans become KaTeX's HTML (``llmsite.tex``; a formula KaTeX rejects stops
-  the build with the author's ``docs/...md:line``). Zensical's search index is written before this, from the
-  pages' text, so it holds each formula's TeX, as Material's does;
 - the Atom feed (``llmsite.mkdocs.feed``);
-- an article's previous / next (``<link rel>`` in its head, the two links of its footer): the route's neighbours,
-  as the MkDocs adapter sets them (``content.link_neighbours``); Zensical gives the sidebar's, labs included;
+- every page in one read and one write (``pages``):
+  - its formulas: arithmatex spans become KaTeX's HTML (``llmsite.tex``; a formula KaTeX rejects stops the
+    build with the author's ``docs/...md:line``). Zensical's search index is written before this, from the pages'
+    text, so it holds each formula's TeX, as Material's does;
+  - an article's previous / next (``<link rel>`` in its head, the two links of its footer): the route's
+    neighbours, as the MkDocs adapter sets them (``content.link_neighbours``); Zensical gives the sidebar's,
+    labs included;
+  - what the MkDocs adapter does in ``on_post_page``: one stylesheet (``llmsite.stylesheets``), the early palette
+    script (``llmsite.presettle``), the Content-Security-Policy with the hashes of every inline script of the site
+    (``llmsite.mkdocs.csp``);
+- then the site, as in ``on_post_build``: the policy corrected where the guess was wrong, the site's own scripts
+  and styles minified, the bundled stylesheet and the offline list written;
 - the site moved to ``site-zensical/`` in one rename (the previous one stays whole until then).
-
-- every page as the MkDocs adapter finishes it in ``on_post_page`` (``pages``): one stylesheet
-  (``llmsite.stylesheets``), the early palette script (``llmsite.presettle``), the Content-Security-Policy with the
-  hashes of every inline script of the site (``llmsite.mkdocs.csp``); then the policy corrected where the guess was
-  wrong, the site's own scripts and styles minified, the bundled stylesheet and the offline list written.
 
 Not here yet: the compacted search index (Zensical writes its own ``search.json``). ARCHITECTURE.md lists what the
 Zensical build lacks.
@@ -50,25 +52,13 @@ def _sources(state: State) -> dict[str, tuple[str, str]]:
     return out
 
 
-def formulas(state: State, site: Path) -> int:
-    """Render the formulas of every page; returns how many pages had some."""
-    sources = _sources(state)
-    problems: list[Problem] = []
-    pages = 0
-    for page in sorted(site.rglob("*.html")):
-        html = page.read_text(encoding="utf-8")
-        if 'class="arithmatex"' not in html:
-            continue
-        url = _url(site, page)
-        where, source = sources.get(url, (f"site-zensical/{url}", ""))
-        out, found = tex.render_arithmatex(html, source, where)
-        problems += found
-        if not found:
-            atomic.write_text(page, out)
-            pages += 1
-    if problems:
-        raise ContentError(problems)
-    return pages
+def _formulas(html: str, url: str, sources: dict[str, tuple[str, str]]) -> tuple[str, list[Problem]]:
+    """A page's formulas as KaTeX's HTML; a formula KaTeX rejects is a problem at its line of the page's source."""
+    if 'class="arithmatex"' not in html:
+        return html, []
+    where, source = sources.get(url, (f"site-zensical/{url}", ""))
+    out, found = tex.render_arithmatex(html, source, where)
+    return (html if found else out), found
 
 
 def write_feed(state: State, site: Path, values: dict[str, Any]) -> None:
@@ -95,48 +85,42 @@ _FOOTER_LINK = re.compile(
 _FOOTER_TITLE = re.compile(r'(<div class="md-ellipsis">\s*).*?(\s*</div>)', re.S)
 
 
-def neighbours(state: State, site: Path) -> int:
-    """Every article's previous / next, in its head and its footer, set to the route's; returns the pages."""
-    done = 0
-    for article in state.site.articles.values():
-        page = site / article_url(article) / "index.html"
-        html = page.read_text(encoding="utf-8")
-        articles = state.site.articles
-        want = {"prev": articles.get(article.prev or ""), "next": articles.get(article.next or "")}
-        here = article_url(article)
+def _neighbours(html: str, article: Any, state: State) -> str:
+    """An article's previous / next, in its head and its footer, set to the route's."""
+    articles = state.site.articles
+    want = {"prev": articles.get(article.prev or ""), "next": articles.get(article.next or "")}
+    here = article_url(article)
 
-        def href(other: Any, here: str = here) -> str:
-            return str(escape(get_relative_url(article_url(other), here)))
+    def href(other: Any) -> str:
+        return str(escape(get_relative_url(article_url(other), here)))
 
-        head = "".join(f'<link rel="{rel}" href="{href(other)}">\n' for rel, other in want.items() if other)
-        html = _HEAD_NEIGHBOUR.sub("", html)
-        canonical = _CANONICAL.search(html)
-        if canonical is None:
-            raise ContentError([Problem(f"site-zensical/{here}index.html", 1, "页面里没有 <link rel=canonical>",
-                                        "Zensical 的模板变了：更新 llmsite/zensical/finish.py 的 neighbours")])
-        html = html[: canonical.end()] + head + html[canonical.end():]
-        found: set[str] = set()
+    head = "".join(f'<link rel="{rel}" href="{href(other)}">\n' for rel, other in want.items() if other)
+    html = _HEAD_NEIGHBOUR.sub("", html)
+    canonical = _CANONICAL.search(html)
+    if canonical is None:
+        raise ContentError([Problem(f"site-zensical/{here}index.html", 1, "页面里没有 <link rel=canonical>",
+                                    "Zensical 的模板变了：更新 llmsite/zensical/finish.py 的 _neighbours")])
+    html = html[: canonical.end()] + head + html[canonical.end():]
+    found: set[str] = set()
 
-        def footer(match: re.Match[str], want: dict[str, Any] = want, found: set[str] = found) -> str:
-            rel = match.group("rel")
-            found.add(rel)
-            other = want[rel]
-            if other is None:
-                return ""
-            title = str(escape(other.title))
-            body = _FOOTER_TITLE.sub(lambda m: m.group(1) + title + m.group(2), match.group("body"), count=1)
-            return (f'<a href="{href(other)}" class="md-footer__link md-footer__link--{rel}" '
-                    f'aria-label="{match.group("direction")}: {title}">{body}</a>')
+    def footer(match: re.Match[str]) -> str:
+        rel = match.group("rel")
+        found.add(rel)
+        other = want[rel]
+        if other is None:
+            return ""
+        title = str(escape(other.title))
+        body = _FOOTER_TITLE.sub(lambda m: m.group(1) + title + m.group(2), match.group("body"), count=1)
+        return (f'<a href="{href(other)}" class="md-footer__link md-footer__link--{rel}" '
+                f'aria-label="{match.group("direction")}: {title}">{body}</a>')
 
-        html = _FOOTER_LINK.sub(footer, html)
-        missing = [rel for rel, other in want.items() if other is not None and rel not in found]
-        if missing:
-            raise ContentError([Problem(f"site-zensical/{here}index.html", 1,
-                                        f"页脚里没有可以换成学习路线邻居的 {missing} 链接",
-                                        "Zensical 的侧栏里这篇文章两边应各有一页：检查 nav")])
-        atomic.write_text(page, html)
-        done += 1
-    return done
+    html = _FOOTER_LINK.sub(footer, html)
+    missing = [rel for rel, other in want.items() if other is not None and rel not in found]
+    if missing:
+        raise ContentError([Problem(f"site-zensical/{here}index.html", 1,
+                                    f"页脚里没有可以换成学习路线邻居的 {missing} 链接",
+                                    "Zensical 的侧栏里这篇文章两边应各有一页：检查 nav")])
+    return html
 
 
 CSP_HASHES = paths.CACHE / "csp" / "zensical-hashes.json"  # this builder's guess (its templates differ from Material's)
@@ -147,25 +131,41 @@ def _url(site: Path, page: Path) -> str:
     return "" if url == "index.html" else url.removesuffix("index.html")
 
 
-def pages(site: Path, values: dict[str, Any]) -> dict[str, int]:
-    """Finish every page, then the site: the steps of the MkDocs adapter's ``on_post_page`` and ``on_post_build``."""
+def pages(state: State, site: Path, values: dict[str, Any]) -> dict[str, int]:
+    """Finish every page in one read and one write: its formulas, an article's route neighbours, then what the
+    MkDocs adapter's ``on_post_page`` does; then the site, as its ``on_post_build`` does."""
     theme = values.get("theme") or {}
     early = presettle.early_script(theme.get("palette") if isinstance(theme, dict) else None)
     bundle = stylesheets.Bundle(urlsplit(values.get("site_url") or "").path or "/")
     policy = csp.Policy(values, CSP_HASHES)
-    count = 0
+    sources = _sources(state)
+    articles = {article_url(article): article for article in state.site.articles.values()}
+    problems: list[Problem] = []
+    counts = {"pages": 0, "articles": 0}
     for page in sorted(site.rglob("*.html")):
         url = _url(site, page)
         html = page.read_text(encoding="utf-8")
+        html, found = _formulas(html, url, sources)
+        if found:
+            problems += found
+            continue
+        if url in articles:
+            html = _neighbours(html, articles.pop(url), state)
+            counts["articles"] += 1
         try:
             html = bundle.link(html, url, f"site-zensical/{page.relative_to(site).as_posix()}")
         except stylesheets.StylesheetError as exc:
             raise ContentError([Problem(f"site-zensical/{url}", 1, str(exc), "检查 mkdocs.yml 的 extra_css")]) from exc
         html = policy.add(presettle.inject(html, early))
         atomic.write_text(page, html)
-        count += 1
-    rewritten = policy.finish(site)
-    minified = minify.minify_site(site, paths.DOCS)
+        counts["pages"] += 1
+    if problems:
+        raise ContentError(problems)
+    if articles:  # an article Zensical did not write
+        raise ContentError([Problem(f"site-zensical/{url}index.html", 1, "Zensical 没有写出这篇文章的页面",
+                                    "检查 nav 和 Zensical 的输出") for url in sorted(articles)])
+    counts["csp_rewritten"] = policy.finish(site)
+    counts["minified"] = minify.minify_site(site, paths.DOCS)
     bundle.write(site)  # after minify: the bundle holds the sheets as readers get them
-    kept = offline.write(site)
-    return {"pages": count, "csp_rewritten": rewritten, "minified": minified, "offline_files": len(kept["files"])}
+    counts["offline_files"] = len(offline.write(site)["files"])
+    return counts

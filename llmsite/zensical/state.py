@@ -20,15 +20,12 @@ from llmsite.cache import deps
 from llmsite.content.articles import Site
 from llmsite.content.memo import ArticleMemo
 from llmsite.mkdocs import content
+from llmsite.mkdocs.config import SiteConfig
 from llmsite.mkdocs.exercises import Exercises
 from llmsite.mkdocs.figures import Figures
 from llmsite.mkdocs.labs import Labs
 from llmsite.mkdocs.listings import Listings
 from llmsite.mkdocs.plugin import MEMO_DIR
-
-# mkdocs.yml's ``plugins: - llmsite:`` options the Zensical build uses (the same values as the MkDocs build's)
-ARTICLES_PER_PAGE = 20
-LATEST_ON_HOME = 5
 
 
 @dataclass
@@ -41,7 +38,7 @@ class State:
     playground: Any
     files: Files  # every generated file, by its uri in the site
     generated: list[File] = field(default_factory=list)
-    options: dict[str, Any] = field(default_factory=dict)
+    repo_url: str | None = None  # mkdocs.yml's: the articles get 「提问」 slots when it is set
 
 
 _CURRENT: State | None = None
@@ -53,7 +50,7 @@ def file_config(site_dir: Path) -> Any:
                            plugins=SimpleNamespace(_current_plugin="llmsite"))
 
 
-def compute(site_dir: Path, options: dict[str, Any]) -> State:
+def compute(site_dir: Path, options: SiteConfig, repo_url: str | None = None) -> State:
     """Read and check the articles, compute (or read from the cache) everything the pages embed."""
     from llmsite.mkdocs.playground import Playground
 
@@ -63,8 +60,7 @@ def compute(site_dir: Path, options: dict[str, Any]) -> State:
         memo.store(MEMO_DIR)
     config = file_config(site_dir)
     generated: list[File] = []
-    listings = Listings(site, int(options.get("articles_per_page", ARTICLES_PER_PAGE)),
-                        int(options.get("latest_on_home", LATEST_ON_HOME)), bool(options.get("pdf", False)))
+    listings = Listings(site, options.articles_per_page, options.latest_on_home, options.pdf)
     listings.add_pages(generated, config)
     figures = Figures(serving=False)
     labs = Labs(serving=False)
@@ -78,7 +74,7 @@ def compute(site_dir: Path, options: dict[str, Any]) -> State:
                 for p in sorted(paths.DOCS.rglob("*")) if p.is_file()]
     state = State(site=site, listings=listings, figures=figures, exercises=Exercises(figures, serving=False),
                   labs=labs, playground=playground, files=Files(authored + generated), generated=generated,
-                  options=options)
+                  repo_url=repo_url)
     use(state)
     return state
 

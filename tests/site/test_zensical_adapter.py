@@ -100,6 +100,26 @@ def test_a_config_without_what_the_adapter_changes_is_refused(tmp_path):
         config.staged(root, tmp_path / "s", tmp_path / "s" / "docs", tmp_path / "s" / "site", stage.page_uri, "x.css")
 
 
+def test_the_plugin_options_are_read_as_the_mkdocs_plugin_reads_them():
+    values = config.read(ROOT / "mkdocs.yml")
+    options = config.plugin_options(values)
+    written = next(item["llmsite"] for item in values["plugins"] if isinstance(item, dict) and "llmsite" in item)
+    for key, value in (written or {}).items():
+        assert options[key] == value
+    # an option mkdocs.yml leaves out gets the MkDocs plugin's default, not a second copy of it
+    assert config.plugin_options({"plugins": ["search", {"llmsite": None}]}).articles_per_page == 20
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    ({"articles_per_page": "many"}, "articles_per_page"),
+    ({"latest_on_hom": 3}, "latest_on_hom"),
+    ({"pdf": "yes please"}, "pdf"),
+])
+def test_a_wrong_plugin_option_stops_the_build_naming_it(options, named):
+    with pytest.raises(config.ConfigError, match=f"mkdocs.yml.*{named}"):
+        config.plugin_options({"plugins": [{"llmsite": options}]})
+
+
 @pytest.mark.parametrize(("reported", "shown"), [
     ("Python error: PluginError: docs/articles/x.md: 引用了没有声明的图 y\nTraceback (most recent call last):\n  ...",
      "docs/articles/x.md: 引用了没有声明的图 y"),
