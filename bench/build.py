@@ -62,6 +62,30 @@ def _figure_step(ws: Workspace) -> Run:
     return ws.python("-m", "llmsite", "figures")
 
 
+def cold_builders(ctx: BuildContext) -> dict[str, Any]:
+    """A cold build (empty cache: artifacts, figures, labs) with MkDocs and with Zensical, interleaved
+    (``--only cold-builders``): what each builder costs around the same computations, measured in one run."""
+    out: dict[str, Any] = {"load_average_start": load_average()}
+    ws = Workspace.create(ctx.tmp / "cold-builders")
+    total = {"mkdocs": Samples(), "zensical": Samples()}
+    computed = {"mkdocs": Samples(), "zensical": Samples()}  # the figure and lab steps inside the build
+    for i in range(ctx.cold_repeats):
+        for which in rotate(["mkdocs", "zensical"], i):
+            ws.clear_cache()
+            r = ws.mkdocs_build() if which == "mkdocs" else ws.python(*ZENSICAL_BUILD)
+            (_, figures), (_, labs) = r.figures_built, r.labs_executed
+            total[which].add(r.seconds)
+            computed[which].add(figures + labs)
+            log(f"cold-builders: {which} #{i + 1}: {r.seconds:.1f} s (figure step {figures:.1f} s, labs {labs:.1f} s)")
+    for which in total:
+        out[f"cold_{which}"] = total[which].as_dict()
+        out[f"cold_{which}_computed"] = computed[which].as_dict()
+    out["zensical_over_mkdocs"] = ratio(total["zensical"].median, total["mkdocs"].median)
+    out["zensical_over_mkdocs_paired"] = paired_ratio(total["zensical"], total["mkdocs"])
+    out["load_average_end"] = load_average()
+    return out
+
+
 def run(ctx: BuildContext) -> dict[str, Any]:
     out: dict[str, Any] = {"load_average_start": load_average()}
     ws = Workspace.create(ctx.tmp / "build")

@@ -209,6 +209,18 @@ def render(results: dict[str, Any]) -> str:
     elif b:
         parts.append(f"\n1. Build: FAILED: {b['error'][:500]}")
 
+    cb = results.get("cold-builders")
+    if cb and "error" not in cb:
+        rows = [[f"cold {which} build (empty .cache)", _s(cb.get(f"cold_{which}")),
+                 f"figure and lab steps inside it: {_s(cb.get(f'cold_{which}_computed'))}"]
+                for which in ("mkdocs", "zensical")]
+        rows.append(["Zensical / MkDocs, cold", _num(cb.get("zensical_over_mkdocs")),
+                     f"paired {_num(cb.get('zensical_over_mkdocs_paired'))}; load "
+                     f"{cb.get('load_average_start')} -> {cb.get('load_average_end')}"])
+        parts.append("\nCold build, MkDocs and Zensical interleaved\n" + table(rows, ["", "seconds", "note"]))
+    elif cb:
+        parts.append(f"\nCold builders: FAILED: {cb['error'][:500]}")
+
     s = results.get("serve")
     if s and "error" not in s:
         figs = s.get("figures_rebuilt_logged") or []

@@ -4,6 +4,7 @@
     python -m llmsite bench --quick          # fewer repeats, N = 10 and 100 only
     python -m llmsite bench --only build --only serve
     python -m llmsite bench --only serve-scale --serve-sizes 100,1000   # preview servers at N articles
+    python -m llmsite bench --only cold-builders --quick   # cold build, MkDocs and Zensical interleaved
     python -m llmsite bench --only scaling --sizes 1000 --scaling-repeats 8   # per-article ratio at N = 1,000
     python -m llmsite bench --only marginal [--marginal-suite]   # cost of one more article: cold build (and suite)
     python -m llmsite bench --only lighthouse [--lighthouse-repeats N]   # mobile Lighthouse, ours vs plain Material
@@ -34,7 +35,8 @@ from typing import Any
 from bench import build, common, lighthouse, marginal, playground, report, scaling, serve, serve_scale, weight
 from bench.common import REPO, BenchError, fingerprint, load_average, log, machine_info
 
-FAMILIES = ("build", "serve", "scaling", "weight", "lighthouse", "serve-scale", "marginal", "playground")
+FAMILIES = ("build", "cold-builders", "serve", "scaling", "weight", "lighthouse", "serve-scale", "marginal",
+            "playground")
 # Without --only: all but serve-scale (three preview servers at N = 100 and 1,000: about 30 minutes more) and
 # marginal (two cold builds, and with --marginal-suite two runs of the test suite: about an hour).
 DEFAULT_FAMILIES = ("build", "serve", "scaling", "weight", "lighthouse", "playground")
@@ -138,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if "build" in families:
             _guard("build", lambda: build.run(bctx), results)
+        if "cold-builders" in families:
+            _guard("cold-builders", lambda: build.cold_builders(bctx), results)
         if "serve" in families:
             _guard("serve", lambda: serve.run(tmp, build.ensure_seed(bctx)[1], serve_repeats), results)
         if "scaling" in families:

@@ -234,3 +234,27 @@ def test_lighthouse_summary_reads_the_report_fields() -> None:
     median = lighthouse.median_summary([s, {**s, "tbt_ms": 100.0}, {**s, "tbt_ms": 3000.0}])
     assert median["tbt_ms"] == 1250.4 and median["repeats"] == 3
     assert "| x | 76 | 1250 ms | 1.5 s | 0.010 | 7403 | 391 KiB |" in lighthouse.table({"x": {"ours": s}})
+
+
+def test_report_puts_the_two_cold_builds_side_by_side() -> None:
+    results = {
+        "machine": {"packages": {}},
+        "cold-builders": {
+            "cold_mkdocs": {"median": 741.5, "min": 741.5, "max": 741.5, "n": 1},
+            "cold_zensical": {"median": 733.25, "min": 733.25, "max": 733.25, "n": 1},
+            "cold_mkdocs_computed": {"median": 690.0, "n": 1},
+            "cold_zensical_computed": {"median": 688.0, "n": 1},
+            "zensical_over_mkdocs": 733.25 / 741.5,
+            "zensical_over_mkdocs_paired": 0.9889,
+            "load_average_start": 0.4,
+            "load_average_end": 1.9,
+        },
+    }
+    text = report.render(results)
+    rows = {line.split("  ")[0]: line for line in text.splitlines() if line.startswith(("cold ", "Zensical /"))}
+    mkdocs = rows["cold mkdocs build (empty .cache)"]
+    assert "741.50 s" in mkdocs and "690.00 s" in mkdocs
+    assert "733.25 s" in rows["cold zensical build (empty .cache)"]
+    assert "0.99" in rows["Zensical / MkDocs, cold"] and "load 0.4 -> 1.9" in rows["Zensical / MkDocs, cold"]
+    failed = report.render({"machine": {"packages": {}}, "cold-builders": {"error": "zensical build exited 1"}})
+    assert "Cold builders: FAILED: zensical build exited 1" in failed
