@@ -53,6 +53,7 @@ class Article:
     modules: tuple[Path, ...]  # every file of code/ the above import, transitively (file level)
     data: tuple[Path, ...]  # data files its figures and answers declare, and the DATA_FILES of its modules
     include_lines: dict[Path, int] = field(default_factory=dict, compare=False)  # first line including each file
+    model_modules: dict[Path, tuple[str, ...]] = field(default_factory=dict, compare=False)  # code/ file -> models
 
     @property
     def pages(self) -> tuple[str, ...]:
@@ -142,6 +143,15 @@ def _lab_names(entries: list[str]) -> tuple[str, ...]:
     return tuple(Path(entry).stem for entry in entries)
 
 
+def _model_modules(models: tuple[str, ...], declared: dict[str, artifacts.Artifact]) -> dict[Path, tuple[str, ...]]:
+    """The ``code/`` files that train the page's playground models, each with the models it trains."""
+    out: dict[Path, list[str]] = {}
+    for name in models:
+        if name in declared:
+            out.setdefault(declared[name].module.resolve(), []).append(name)
+    return {module: tuple(names) for module, names in out.items()}
+
+
 def load(root: Path = ROOT) -> SiteGraph:
     """Every article of the repository at ``root``; reads declarations, never runs code."""
     root = root.resolve()
@@ -193,5 +203,6 @@ def load(root: Path = ROOT) -> SiteGraph:
             modules=tuple(sorted(m for m in modules if m.is_relative_to(code.resolve()))),
             data=tuple(sorted(data)),
             include_lines=include_lines,
+            model_modules=_model_modules(models, declared),
         )
     return SiteGraph(root, out)

@@ -5,7 +5,8 @@ second copy of any check). Which of those files concern an article is read from 
 (``graph.py``), never from a list of articles:
 
 - ``module``: ``tests/code/test_<m>.py`` (or ``test_<m>_<more>.py``) for each module ``code/<m>.py`` the article
-  includes; a file named after no module belongs to the modules it imports, when the article includes all of them;
+  includes or that trains one of its playground models; a file named after no module belongs to the modules it
+  imports, when the article includes all of them;
 - ``names``: the file's string literals name the article (its page, its file, its figures, answers or labs:
   ``SiteGraph.owners``), as every claims test names ``docs/articles/<slug>.md``;
 - ``every``: the file checks every page of the site (axe, CSP); the lane narrows it to the article's pages
@@ -102,6 +103,8 @@ def _why_module(test: Path, art: Article, graph: SiteGraph) -> str | None:
         if owner in included:
             where = f"{rel(art.source, graph.root)}:{art.include_lines[owner]}"
             return f"测试 {rel(owner, graph.root)}（文章引用它，{where}）"
+        if owner in art.model_modules:
+            return f"测试 {rel(owner, graph.root)}（它训练文章的模型演示 {'、'.join(art.model_modules[owner])}）"
         return None
     imported = frozenset(p.resolve() for p in direct_imports(test, code))
     if imported and imported <= included:

@@ -12,6 +12,7 @@ Two layers:
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -268,6 +269,25 @@ def test_each_lane_runs_the_tests_of_the_modules_its_article_includes(real: grap
                 assert test in lane(real, slug), (slug, test)
                 seen += 1
     assert seen >= 10
+
+
+def test_a_lane_runs_the_tests_of_the_module_that_trains_its_playground_models(real: graph.SiteGraph) -> None:
+    # read from the page's marker and the module's BUILD_ARTIFACTS literal, not from the graph under test
+    marker = re.compile(r"<!--\s*playground:\s*([\w\s-]+?)\s*-->")
+    trained_by: dict[str, str] = {}
+    for path in (ROOT / "code").glob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["BUILD_ARTIFACTS"]:
+                trained_by.update(dict.fromkeys(ast.literal_eval(node.value), path.stem))
+    seen = 0
+    for slug in real.articles:
+        for found in marker.findall(_md(slug)):
+            for name in found.split():
+                test = f"tests/code/test_{trained_by[name]}.py"
+                if (ROOT / test).is_file():
+                    assert test in lane(real, slug), (slug, name, test)
+                    seen += 1
+    assert seen >= 4  # the Tang poem GPT twice, the acrostic model, the three aligned models
 
 
 def test_each_claims_test_runs_in_the_lane_of_the_article_it_names_and_no_other(real: graph.SiteGraph) -> None:
