@@ -206,6 +206,31 @@ def test_the_title_element_shows_the_title_as_written(any_payload_site: PayloadS
     assert parser.title_text.startswith(TITLE + " - "), parser.title_text
 
 
+class _Meta(html.parser.HTMLParser):
+    """The content of each <meta name=...> / <meta property=...> of a page, as a browser or a crawler reads it."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.content: dict[str, list[str]] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "meta":
+            found = dict(attrs)
+            key = found.get("name") or found.get("property")
+            if key and found.get("content") is not None:
+                self.content.setdefault(key, []).append(found["content"] or "")
+
+
+@pytest.mark.slow
+def test_the_description_meta_tags_hold_the_description_as_written(any_payload_site: PayloadSite) -> None:
+    # one level of escaping: a second one would show "&amp;" or "&quot;" in a share card
+    parser = _Meta()
+    parser.feed((any_payload_site.site / "articles" / ARTICLE_SLUG / "index.html").read_text(encoding="utf-8"))
+    assert parser.content.get("og:description") == [DESCRIPTION], parser.content.get("og:description")
+    assert parser.content.get("description") == [DESCRIPTION], parser.content.get("description")
+    assert parser.content.get("og:title") == [TITLE], parser.content.get("og:title")
+
+
 @pytest.mark.slow
 def test_xml_outputs_are_well_formed_and_hold_the_text(any_payload_site: PayloadSite) -> None:
     payload_site = any_payload_site
