@@ -22,9 +22,9 @@ from typing import Any
 import yaml
 
 from llmsite.content.catalog import route_section
+from llmsite.features import figures as figure_adapter
 from llmsite.figures import registry
 from llmsite.figures.registry import MARKER
-from llmsite.mkdocs import figures as figure_adapter
 
 from .common import Workspace, read_config, write_child_config
 

@@ -26,6 +26,7 @@ from markdown.preprocessors import Preprocessor
 from markdown.treeprocessors import Treeprocessor
 
 from llmsite import presettle
+from llmsite.problems import BuildStop
 
 # A lab page's Markdown body (under its front matter). Python-Markdown returns an empty page without running any
 # processor, so a lab page needs a body for ``_Settle`` to put its notebook in.
@@ -34,7 +35,7 @@ LAB_BODY = "<!-- llmsite:lab -->"
 
 @dataclass
 class Features:
-    """One build's feature objects (``llmsite.mkdocs.listings`` ...), computed before the pages are rendered."""
+    """One build's feature objects (``llmsite.features``), computed before the pages are rendered."""
 
     site: Any  # llmsite.content.articles.Site
     listings: Any
@@ -42,7 +43,6 @@ class Features:
     playground: Any
     figures: Any
     labs: Any
-    files: Any  # every page and generated file, by its uri (``get_file_from_path``)
     ask: bool  # the articles get 「提问」 slots (the site has a repository to ask in)
 
 
@@ -61,9 +61,17 @@ class Adapter:
         """The expanded Markdown's links, as this builder resolves them."""
         return markdown
 
-    def lab_page(self, page: Any) -> Any:
-        """The page a lab's links are made relative to."""
-        return page
+    def target_url(self, uri: str) -> str | None:
+        """The URL of a file of the site (a page or a generated file) by its uri; None when the site has none."""
+        raise NotImplementedError
+
+    def lab_folder(self, page: Any) -> str:
+        """The directory URL a lab page's links are written relative to (the page's own, for MkDocs)."""
+        return page.url
+
+    def stopped(self, exc: BuildStop) -> None:
+        """A feature stopped the build while the page rendered: raise the builder's own error."""
+        raise exc
 
     def listing_html(self, block: str, page: Any) -> str:
         """A listing's HTML (links relative to the page's URL), as this builder publishes a page's raw HTML."""
@@ -84,6 +92,13 @@ class _Markers(Preprocessor):
         self.adapter = adapter
 
     def run(self, lines: list[str]) -> list[str]:
+        try:
+            return self._run(lines)
+        except BuildStop as exc:
+            self.adapter.stopped(exc)
+            raise
+
+    def _run(self, lines: list[str]) -> list[str]:
         self.md.llmsite_whole = False  # type: ignore[attr-defined]
         page = self.adapter.rendering(self.md)
         if page is None:
@@ -113,6 +128,13 @@ class _Settle(Postprocessor):
         self.adapter = adapter
 
     def run(self, text: str) -> str:
+        try:
+            return self._run(text)
+        except BuildStop as exc:
+            self.adapter.stopped(exc)
+            raise
+
+    def _run(self, text: str) -> str:
         if not getattr(self.md, "llmsite_whole", False):
             return text
         page = self.adapter.rendering(self.md)
@@ -122,7 +144,7 @@ class _Settle(Postprocessor):
         uri = page.file.src_uri
         lab = features.labs.pages.get(uri)
         if lab is not None:
-            text = features.labs.page_body(self.adapter.lab_page(page), features.files)
+            text = features.labs.page_body(uri, self.adapter.lab_folder(page), self.adapter.target_url)
             self.md.toc_tokens = toc_tokens(lab.toc)  # type: ignore[attr-defined]
         text = features.listings.fill(text, uri, lambda block: self.adapter.listing_html(block, page))
         text = presettle.table_slots(presettle.code_blocks(text))

@@ -27,3 +27,8 @@ class ContentError(Exception):
         lines = [f"发现 {len(self.problems)} 个内容问题："]
         lines += [str(p) for p in self.problems]
         super().__init__("\n".join(lines))
+
+
+class BuildStop(Exception):
+    """Stops the build; the message names the file (and line) and what to do. Each builder's adapter shows it as
+    its own error (the MkDocs plugin as a ``PluginError``, without a traceback)."""

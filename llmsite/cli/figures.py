@@ -7,7 +7,7 @@
 
 Figures are declared in code/figures/*.py with @figure(...) (see code/figkit.py), exercise answers
 beside them with @exercise_answer(...); ``--only`` takes the name of either. The answers are computed
-after the figures. MkDocs runs the same pipeline from llmsite/mkdocs/figures.py.
+after the figures. Every build runs the same pipeline from llmsite/features/figures.py.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 Stale build artifacts the labs use (the trained model) are computed first
 (python -m llmsite artifacts). Executed notebooks are cached under .cache/labs/
 (see llmsite/labs.py);
-MkDocs runs the same pipeline from llmsite/mkdocs/labs.py and publishes them as
+Every build runs the same pipeline from llmsite/features/labs.py and publishes them as
 labs/<name>.ipynb pages.
 """
 

@@ -5,7 +5,7 @@
 
 The answers come from ``@exercise_answer`` functions in ``code/figures/<article>.py``, computed and cached by
 the figure pipeline (``llmsite.figures.answers``). No MkDocs here: the content checks
-(``llmsite.content.checks.exercises``) and the MkDocs adapter (``llmsite.mkdocs.exercises``) both call it.
+(``llmsite.content.checks.exercises``) and the build (``llmsite.features.exercises``) both call it.
 """
 
 from llmsite.exercises.model import KINDS, Exercise, Option, Parsed, blocks, check_references, parse

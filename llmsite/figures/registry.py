@@ -14,7 +14,7 @@ from llmsite.paths import CODE, rel
 
 FIGURES_DIR = "figures"
 DECORATOR = "figure"
-# The one marker that embeds a figure in an article: alone on its line, not indented. The build (mkdocs/figures.py),
+# The one marker that embeds a figure in an article: alone on its line, not indented. The build (features/figures.py),
 # the content checks and the benchmark all use this pattern.
 MARKER = re.compile(r"^<!--[ \t]*figure:[ \t]*(?P<name>[\w-]+)[ \t]*-->[ \t]*$", re.M)
 DEFAULT_TIMEOUT = 120.0  # seconds a figure may take to draw (both themes); @figure(..., timeout=...) changes it

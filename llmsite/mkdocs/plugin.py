@@ -22,16 +22,18 @@ from llmsite.cache import deps
 from llmsite.content.articles import Site, body_with_snippets
 from llmsite.content.memo import ArticleMemo
 from llmsite.extension import Adapter, Features, SiteExtension
+from llmsite.features.exercises import Exercises
+from llmsite.features.figures import Figures
+from llmsite.features.labs import Labs
+from llmsite.features.listings import Listings
+from llmsite.features.playground import Playground
 from llmsite.mkdocs import content, csp, feed, formulas, search_index
+from llmsite.mkdocs import files as generated_files
 from llmsite.mkdocs.banner import Banner, is_warning
 from llmsite.mkdocs.config import SiteConfig
 from llmsite.mkdocs.dates import RevisionDates
-from llmsite.mkdocs.exercises import Exercises
-from llmsite.mkdocs.figures import Figures
-from llmsite.mkdocs.labs import Labs
-from llmsite.mkdocs.listings import Listings
-from llmsite.mkdocs.playground import Playground
 from llmsite.mkdocs.vendor import check_katex
+from llmsite.problems import BuildStop
 
 log = logging.getLogger("mkdocs.plugins.llmsite")
 MEMO_DIR = paths.CACHE / "content"  # the articles' checks from the previous build (llmsite.content.memo)
@@ -107,11 +109,15 @@ class SitePlugin(BasePlugin[SiteConfig]):
             self.memo.store(MEMO_DIR)
         self.listings = Listings(self.site, self.config.articles_per_page, self.config.latest_on_home,
                                  self.config.pdf)
-        self.listings.add_pages(files, config)
-        with deps.build_snapshot():  # code/ listed and digested once for every key of this build (not across builds)
-            self.figures.add_files(files, config)
-            self.labs.add_files(files, config)
-            self.playground.add_files(files, config)  # after the figures: the models they trained are cached
+        try:
+            generated = self.listings.plan()
+            with deps.build_snapshot():  # code/ listed and digested once for every key of this build
+                generated += self.figures.plan()
+                generated += self.labs.plan()
+                generated += self.playground.plan()  # after the figures: the models they trained are cached
+        except BuildStop as exc:
+            raise PluginError(str(exc)) from exc
+        generated_files.add(files, config, generated)
         self.banner = Banner()  # this build's problems only (the incremental preview runs on_files on every save)
         self.banner.add(self.site.problems + self.figures.problems() + self.labs.problems())
         for problem in self.site.problems:  # figures and labs log their own failures
@@ -140,7 +146,9 @@ class SitePlugin(BasePlugin[SiteConfig]):
 
     @event_priority(-50)  # after Material's search plugin has indexed the page's text (formulas as TeX)
     def on_page_context(self, context: Any, *, page: Any, config: Any, nav: Any) -> Any:
-        self.labs.edit_url(page, config)
+        edit_url = self.labs.edit_url(page.file.src_uri, config.get("repo_url"), config.get("edit_uri"))
+        if edit_url is not None:
+            page.edit_url = edit_url
         page.content = formulas.page_content(page.content, page, serving=self.serving)  # KaTeX's HTML
         return context
 
@@ -245,6 +253,12 @@ class _Adapter(Adapter):
 
     def features(self) -> Features:
         p = self.plugin
-        files, ask = p.rendering_with
         return Features(site=p._site(), listings=p.listings, exercises=p.exercises, playground=p.playground,
-                        figures=p.figures, labs=p.labs, files=files, ask=ask)
+                        figures=p.figures, labs=p.labs, ask=p.rendering_with[1])
+
+    def target_url(self, uri: str) -> str | None:
+        found = self.plugin.rendering_with[0].get_file_from_path(uri)
+        return None if found is None else found.url
+
+    def stopped(self, exc: BuildStop) -> None:
+        raise PluginError(str(exc)) from exc

@@ -6,6 +6,6 @@
   configuration, the vocabulary, the weights file's SHA-256 and, when the artifact saved one, a validated task
   (the acrostic model's: ``playground.js`` then asks for the heads instead of a free prompt).
 
-The MkDocs side is ``llmsite/mkdocs/playground.py``; the browser side ``docs/assets/javascripts/playground.js``
+The build side is ``llmsite/features/playground.py``; the browser side ``docs/assets/javascripts/playground.js``
 (loaded on the reader's first press by ``playground-start.js``).
 """

@@ -5,7 +5,7 @@
     python -m llmsite.playground --force         # export again
     python -m llmsite.playground --list          # which models, which pages, cache state
 
-The MkDocs plugin runs it in a subprocess (``llmsite/mkdocs/playground.py``): only this process imports torch.
+The MkDocs plugin runs it in a subprocess (``llmsite/features/playground.py``): only this process imports torch.
 """
 
 from __future__ import annotations

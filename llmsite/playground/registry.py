@@ -1,8 +1,8 @@
 """The playground marker, alone on its line: ``<!-- playground: NAME -->`` runs one build artifact (BUILD_ARTIFACTS)
 in the page; ``<!-- playground: NAME NAME NAME -->`` (2 to ``MAX_MODELS`` names) runs them side by side on one input
-(a comparison: the models share a vocabulary and a task, ``llmsite/mkdocs/playground.py`` checks that).
+(a comparison: the models share a vocabulary and a task, ``llmsite/features/playground.py`` checks that).
 
-One pattern for the build (``llmsite/mkdocs/playground.py``), the lane (``llmsite/lane/graph.py``), the tests and the
+One pattern for the build (``llmsite/features/playground.py``), the lane (``llmsite/lane/graph.py``), the tests and the
 benchmark. A line that starts like a marker but does not match it, a name that is not a declared artifact, a name
 twice in one comparison or too many names stop the build with file:line.
 """

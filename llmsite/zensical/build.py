@@ -62,7 +62,7 @@ def build(out: Path = SITE, staging: Path = stage.STAGE) -> dict[str, float]:
     start = time.perf_counter()
     values = config.read(paths.ROOT / "mkdocs.yml")
     built = staging / stage.SITE_NAME
-    current = state.compute(built, config.plugin_options(values), values.get("repo_url"))
+    current = state.compute(config.plugin_options(values), values.get("repo_url"))
     yml = stage.write(current, staging)
     times["stage"] = time.perf_counter() - start
     start = time.perf_counter()
@@ -89,7 +89,7 @@ def serve(addr: str, staging: Path = stage.STAGE) -> None:
     zensical = _zensical()
 
     values = config.read(paths.ROOT / "mkdocs.yml")
-    current = state.compute(staging / stage.SITE_NAME, config.plugin_options(values), values.get("repo_url"))
+    current = state.compute(config.plugin_options(values), values.get("repo_url"))
     yml = stage.write(current, staging)
     zensical.serve(str(yml), {"dev_addr": addr, "open": False, "strict": False})
 

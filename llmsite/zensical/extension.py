@@ -18,7 +18,6 @@ from typing import Any
 
 from markdown import Markdown
 
-from llmsite import paths
 from llmsite.extension import Adapter, Features, SiteExtension
 from llmsite.zensical import state as state_mod
 from llmsite.zensical.stage import LAB_SUFFIX
@@ -50,31 +49,18 @@ _LAB_LINK = re.compile(r"(\]\([^)\s]*?labs/[\w-]+)\.ipynb(?=[#)\s])")
 @dataclass
 class _File:
     src_uri: str
-    abs_src_path: str
     content_string: str
 
 
 @dataclass
 class _Page:
-    """What the feature objects read of a page (``page.file.src_uri``, ``page.url``), as MkDocs names it."""
+    """What the feature objects read of a page (``page.file.src_uri``, ``page.file.content_string``,
+    ``page.url``), named as MkDocs names them."""
 
-    file: Any  # MkDocs's File (a data class here) or _File
+    file: _File
     url: str
     meta: dict[str, Any] = field(default_factory=dict)
     toc: Any = None
-
-
-class _SourceFolder(str):
-    """A lab page's file as ``Labs.page_body`` reads it: its ``src_uri``, and, as the base its links are made
-    relative to, the folder of its staged source (``labs/``): Zensical rewrites every relative link in a page's
-    HTML as relative to the Markdown file it came from (MkDocs publishes the extension's HTML as it is)."""
-
-    src_uri: str
-
-    def __new__(cls, uri: str) -> _SourceFolder:
-        folder = str.__new__(cls, uri.rsplit("/", 1)[0] + "/")
-        folder.src_uri = uri
-        return folder
 
 
 def _rendering(md: Markdown) -> Any:
@@ -98,12 +84,8 @@ def _source_uri(path: str) -> str:
 def _page(md: Markdown) -> _Page:
     rendering = _rendering(md)
     uri = _source_uri(rendering.path)
-    file = state_mod.current().files.get_file_from_path(uri)  # the author's file in docs/, or a generated one
-    if file is None:
-        source = paths.DOCS / uri
-        text = source.read_text(encoding="utf-8") if source.is_file() else ""
-        file = _File(uri, str(source) if source.is_file() else "", text)
-    return _Page(file, rendering.url)
+    found = state_mod.current().source(uri)  # the author's file in docs/, or a generated one
+    return _Page(_File(uri, found[1] if found is not None else ""), rendering.url)
 
 
 class ZensicalAdapter(Adapter):
@@ -115,14 +97,19 @@ class ZensicalAdapter(Adapter):
     def features(self) -> Features:
         state = state_mod.current()
         return Features(site=state.site, listings=state.listings, exercises=state.exercises,
-                        playground=state.playground, figures=state.figures, labs=state.labs, files=state.files,
+                        playground=state.playground, figures=state.figures, labs=state.labs,
                         ask=bool(state.repo_url))
+
+    def target_url(self, uri: str) -> str | None:
+        return state_mod.current().url(uri)
 
     def links(self, markdown: str) -> str:
         return _LAB_LINK.sub(r"\1.md", markdown)  # a lab's page is staged as labs/<name>.md
 
-    def lab_page(self, page: Any) -> Any:
-        return _Page(_SourceFolder(page.file.src_uri), page.url)
+    def lab_folder(self, page: Any) -> str:
+        # the folder of the staged source (labs/): Zensical rewrites every relative link in a page's HTML as
+        # relative to the Markdown file it came from (MkDocs publishes the extension's HTML as it is)
+        return page.file.src_uri.rsplit("/", 1)[0] + "/"
 
     def listing_html(self, block: str, page: Any) -> str:
         return rebase(block, page.url, page.file.src_uri)

@@ -40,15 +40,14 @@ from llmsite.zensical.state import State
 def _sources(state: State) -> dict[str, tuple[str, str]]:
     """Page URL -> (path for messages, Markdown source), for every page the build renders."""
     out: dict[str, tuple[str, str]] = {}
-    for file in state.files:
-        if not file.src_uri.endswith((".md", ".ipynb")):
-            continue
-        where = paths.rel(Path(file.abs_src_path)) if file.abs_src_path else f"docs/{file.src_uri}"
+    for uri in state.pages():
         try:
-            text = file.content_string
+            found = state.source(uri)
         except (OSError, UnicodeDecodeError):
             continue
-        out[file.url] = (where, text)
+        url = state.url(uri)
+        if found is not None and url is not None:
+            out[url] = found
     return out
 
 

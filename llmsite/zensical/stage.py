@@ -84,13 +84,13 @@ def write(state: State, stage: Path = STAGE) -> Path:
             if isinstance(meta.get(key), str):
                 meta[key] = str(escape(meta[key]))
         (fresh / uri).write_text(_front_matter(meta, fm.body), encoding="utf-8")
-    for file in state.generated:
-        target = fresh / page_uri(file.src_uri)
+    for item in state.generated:
+        target = fresh / page_uri(item.uri)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if file.abs_src_path:
-            shutil.copyfile(file.abs_src_path, target)
+        if item.path is not None:
+            shutil.copyfile(item.path, target)
         else:  # made in memory: the listing pages, a lab page (front matter and llmsite.extension.LAB_BODY)
-            target.write_bytes(file.content_bytes)
+            target.write_bytes(item.read_bytes())
     shutil.copyfile(Path(__file__).with_name("zensical.css"), fresh / STYLESHEET)
     old = stage / "docs.old"
     if old.exists():

@@ -1,30 +1,26 @@
 """What one Zensical build knows about the site: the articles' model and the computed figures, answers, labs and
 playground models, built once before Zensical starts and read by the Markdown extension while it renders.
 
-The feature objects are the MkDocs adapter's own (``llmsite.mkdocs.figures`` ...): they read the same caches
-and raise the same ``file:line`` messages. They still describe generated files with MkDocs's ``File`` class,
-a plain data class here (the builder-neutral list of generated files is the next step of issue 48).
+The feature objects are the builder-neutral ones (``llmsite.features``) the MkDocs plugin uses too: they read
+the same caches and raise the same ``file:line`` messages.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from types import SimpleNamespace
+from dataclasses import dataclass
 from typing import Any
-
-from mkdocs.structure.files import File, Files
 
 from llmsite import paths
 from llmsite.cache import deps
 from llmsite.content.articles import Site
 from llmsite.content.memo import ArticleMemo
+from llmsite.features.exercises import Exercises
+from llmsite.features.figures import Figures
+from llmsite.features.files import Generated, url_of
+from llmsite.features.labs import Labs
+from llmsite.features.listings import Listings
 from llmsite.mkdocs import content
 from llmsite.mkdocs.config import SiteConfig
-from llmsite.mkdocs.exercises import Exercises
-from llmsite.mkdocs.figures import Figures
-from llmsite.mkdocs.labs import Labs
-from llmsite.mkdocs.listings import Listings
 from llmsite.mkdocs.plugin import MEMO_DIR
 
 
@@ -36,45 +32,56 @@ class State:
     exercises: Exercises
     labs: Labs
     playground: Any
-    files: Files  # every generated file, by its uri in the site
-    generated: list[File] = field(default_factory=list)
+    generated: list[Generated]  # the files the staged tree gets besides docs/
     repo_url: str | None = None  # mkdocs.yml's: the articles get 「提问」 slots when it is set
+
+    def __post_init__(self) -> None:
+        self._by_uri = {item.uri: item for item in self.generated}
+
+    def url(self, uri: str) -> str | None:
+        """The URL of a file of the site (an author's file in docs/ or a generated one) by its uri, or None."""
+        item = self._by_uri.get(uri)
+        if item is not None:
+            return item.url
+        return url_of(uri, page=uri.endswith(".md")) if (paths.DOCS / uri).is_file() else None
+
+    def source(self, uri: str) -> tuple[str, str] | None:
+        """(where, text) of a page's source by its uri, the path for messages and the Markdown; None if absent."""
+        item = self._by_uri.get(uri)
+        if item is not None:
+            where = paths.rel(item.path) if item.path is not None else f"docs/{uri}"
+            return where, item.read_bytes().decode("utf-8")
+        path = paths.DOCS / uri
+        return (f"docs/{uri}", path.read_text(encoding="utf-8")) if path.is_file() else None
+
+    def pages(self) -> list[str]:
+        """The uri of every page the build renders: the authors' Markdown and the generated pages."""
+        authored = [p.relative_to(paths.DOCS).as_posix() for p in sorted(paths.DOCS.rglob("*.md"))]
+        return authored + [g.uri for g in self.generated if g.page or g.uri.endswith(".md")]
 
 
 _CURRENT: State | None = None
 
 
-def file_config(site_dir: Path) -> Any:
-    """The few settings ``File.generated`` reads (MkDocs's ``File`` as a data class)."""
-    return SimpleNamespace(site_dir=str(site_dir), use_directory_urls=True,
-                           plugins=SimpleNamespace(_current_plugin="llmsite"))
-
-
-def compute(site_dir: Path, options: SiteConfig, repo_url: str | None = None) -> State:
+def compute(options: SiteConfig, repo_url: str | None = None) -> State:
     """Read and check the articles, compute (or read from the cache) everything the pages embed."""
-    from llmsite.mkdocs.playground import Playground
+    from llmsite.features.playground import Playground
 
     memo = ArticleMemo.restore(MEMO_DIR)
     site = content.load(paths.ROOT, serving=False, memo=memo)
     if memo.misses:
         memo.store(MEMO_DIR)
-    config = file_config(site_dir)
-    generated: list[File] = []
     listings = Listings(site, options.articles_per_page, options.latest_on_home, options.pdf)
-    listings.add_pages(generated, config)
     figures = Figures(serving=False)
     labs = Labs(serving=False)
     playground = Playground(serving=False)
+    generated = listings.plan()
     with deps.build_snapshot():
-        figures.add_files(generated, config)
-        labs.add_files(generated, config)
-        playground.add_files(generated, config)
-    # the labs' links resolve against every page: the authors' and the generated ones
-    authored = [File(p.relative_to(paths.DOCS).as_posix(), str(paths.DOCS), str(site_dir), True)
-                for p in sorted(paths.DOCS.rglob("*")) if p.is_file()]
+        generated += figures.plan()
+        generated += labs.plan()
+        generated += playground.plan()
     state = State(site=site, listings=listings, figures=figures, exercises=Exercises(figures, serving=False),
-                  labs=labs, playground=playground, files=Files(authored + generated), generated=generated,
-                  repo_url=repo_url)
+                  labs=labs, playground=playground, generated=generated, repo_url=repo_url)
     use(state)
     return state
 

@@ -16,9 +16,9 @@ import pytest
 
 from bench.common import Run
 from llmsite import report
+from llmsite.features import figures as figure_step
+from llmsite.features import labs as lab_step
 from llmsite.figures import registry
-from llmsite.mkdocs import figures as figure_step
-from llmsite.mkdocs import labs as lab_step
 
 
 @pytest.fixture

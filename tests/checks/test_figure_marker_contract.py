@@ -8,8 +8,8 @@ from .conftest import ARTICLE, Repo
 def test_build_checks_and_bench_share_one_pattern() -> None:
     from bench import variants
     from llmsite.content.checks import markers as check
+    from llmsite.features import figures as adapter
     from llmsite.figures import registry
-    from llmsite.mkdocs import figures as adapter
 
     assert adapter.MARKER is registry.MARKER
     assert check._MARKER is registry.MARKER

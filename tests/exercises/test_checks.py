@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from mkdocs.exceptions import PluginError
 
-from llmsite.mkdocs.exercises import Exercises
+from llmsite.features.exercises import Exercises
+from llmsite.problems import BuildStop
 
 from .conftest import Copy
 from .test_model import CHOICE, CONCEPT, NUMBER, PREDICT
@@ -125,7 +125,7 @@ def test_the_adapter_renders_with_the_computed_answer() -> None:
 
 def test_a_computed_choice_answer_that_is_no_option_stops_the_build_with_its_line() -> None:
     answer_line = SOURCE.split("\n").index("```exercise") + 1 + 1 + CHOICE.splitlines().index("answer: pick-one")
-    with pytest.raises(PluginError) as err:
+    with pytest.raises(BuildStop) as err:
         expand(CHOICE, {"pick-one": "丙"})
     assert f"docs/{PAGE}:{answer_line}: 练习 pick 的答案函数 pick-one 返回了 '丙'，不是选项之一" in str(err.value)
 

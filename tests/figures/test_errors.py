@@ -97,15 +97,14 @@ def test_non_literal_declaration_is_rejected(repo: Repo) -> None:
 
 
 def test_an_article_embedding_an_undeclared_figure_fails_naming_the_article() -> None:
-    from mkdocs.exceptions import PluginError
-
+    from llmsite.features.figures import Figures
     from llmsite.figures import registry
-    from llmsite.mkdocs.figures import Figures
+    from llmsite.problems import BuildStop
 
     figures = Figures(serving=False)
     figures.specs = registry.discover()
     page = SimpleNamespace(file=SimpleNamespace(src_uri="articles/some-article.md"), url="articles/some-article/")
-    with pytest.raises(PluginError) as info:
+    with pytest.raises(BuildStop) as info:
         figures.expand("正文\n\n<!-- figure: nobody-declared-this -->\n", page)
     assert "docs/articles/some-article.md" in str(info.value)
     assert "nobody-declared-this" in str(info.value)

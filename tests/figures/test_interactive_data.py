@@ -115,7 +115,7 @@ def test_data_that_does_not_fit_its_view_is_refused(data: object, message: str) 
 
 
 def test_the_figure_names_its_data_relative_to_the_page() -> None:
-    from llmsite.mkdocs import figures as hook
+    from llmsite.features import figures as hook
 
     specs = registry.discover()
     markup = hook.figure_markdown(specs["dk-explorer"], "articles/transformer-attention.md",

@@ -9,10 +9,10 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from mkdocs.exceptions import PluginError
 
-from llmsite.mkdocs.playground import Playground, compare_block, labels
+from llmsite.features.playground import Playground, compare_block, labels
 from llmsite.playground import pages, registry
+from llmsite.problems import BuildStop
 
 NAMES = ("aligned-sft", "aligned-dpo", "aligned-grpo")
 KNOWN = (*NAMES, "tang-gpt", "acrostic-gpt")
@@ -87,7 +87,7 @@ def test_expand_puts_the_comparison_in_the_page_and_stops_on_a_mismatch():
     assert out.startswith("正文\n\n<div class=\"llm-pg llm-pg--compare\"") and out.endswith("\n\n后文\n")
     assert out.count("data-llm-header=") == 3
     plugin.headers["aligned-grpo"] = header("c", chars=("冬",))
-    with pytest.raises(PluginError, match=r"^docs/articles/y\.md: 并排比较的模型要用同一个词表和任务"):
+    with pytest.raises(BuildStop, match=r"^docs/articles/y\.md: 并排比较的模型要用同一个词表和任务"):
         plugin.expand(f"{MARK}\n", page)
     plugin.failed = {"aligned-dpo": "训练失败了"}
     assert "模型演示 aligned-dpo 导出失败" in plugin.expand(f"{MARK}\n", page)

@@ -13,11 +13,11 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from mkdocs.exceptions import PluginError
 
 from llmsite import artifacts
-from llmsite.mkdocs.playground import Playground
+from llmsite.features.playground import Playground
 from llmsite.playground import export, pages, registry
+from llmsite.problems import BuildStop
 
 from . import reference
 
@@ -128,7 +128,7 @@ def test_the_build_stops_on_a_bad_marker_with_file_and_line(tmp_path):
     with pytest.raises(registry.MarkerError, match=r"articles/x\.md:6: 没有名为 nope"):
         pages.marked(tmp_path / "docs")
     page = SimpleNamespace(file=SimpleNamespace(src_uri="articles/y.md"), url="articles/y/")
-    with pytest.raises(PluginError, match=r"^docs/articles/y\.md:2: 模型演示的标记写错了"):
+    with pytest.raises(BuildStop, match=r"^docs/articles/y\.md:2: 模型演示的标记写错了"):
         Playground(serving=False).expand("正文\n<!--playground tang-gpt-->\n", page)
 
 

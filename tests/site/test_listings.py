@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import markdown
 import pytest
-from mkdocs.exceptions import PluginError
+from llmsite.problems import BuildStop
 
 from llmsite.content.articles import load_site
-from llmsite.mkdocs.listings import Listings
+from llmsite.features.listings import Listings
 
 PAGES = {
     "index.md": "# 首页\n\n<!-- site:latest -->\n\n## 路线\n\n<!-- site:route-overview -->\n",
@@ -37,9 +37,9 @@ def test_deferred_blocks_give_the_page_markdown_would(listings: Listings, uri: s
 
 def test_a_lost_or_repeated_placeholder_stops_the_build_naming_the_page(listings: Listings) -> None:
     deferred = listings.expand(PAGES["route.md"], "route.md", defer=True)
-    with pytest.raises(PluginError, match=r"route\.md: .*llmsite:raw 0.* 0 次"):
+    with pytest.raises(BuildStop, match=r"route\.md: .*llmsite:raw 0.* 0 次"):
         listings.fill(_html(deferred).replace("<!-- llmsite:raw 0 -->", ""), "route.md")
     deferred = listings.expand(PAGES["route.md"], "route.md", defer=True)
     doubled = _html(deferred).replace("<!-- llmsite:raw 0 -->", "<!-- llmsite:raw 0 --><!-- llmsite:raw 0 -->")
-    with pytest.raises(PluginError, match=r"route\.md: .* 2 次"):
+    with pytest.raises(BuildStop, match=r"route\.md: .* 2 次"):
         listings.fill(doubled, "route.md")

@@ -1,8 +1,8 @@
-"""Playable models in MkDocs (``<!-- playground: NAME -->``, or several names side by side, ``llmsite/playground``).
+"""Playable models (``<!-- playground: NAME -->``, or several names side by side, ``llmsite/playground``).
 
-- add_files: finds the markers in docs/ (a malformed or unknown one stops the build with file:line), exports the
+- plan: finds the markers in docs/ (a malformed or unknown one stops the build with file:line), exports the
   out-of-date models in a subprocess (``python -m llmsite.playground``: the MkDocs process never imports torch)
-  and adds the cached header and weights as generated files ``playground/<name>.json`` and
+  and returns the cached header and weights as generated files ``playground/<name>.json`` and
   ``playground/<name>.<digest12>.bin`` (nothing is written into docs/).
 - expand: replaces the marker with an empty, hidden ``<div>`` that names the header's URL (a comparison: one child
   ``<div>`` per model, ``compare_block``; the models must share vocabulary and task). The small
@@ -21,12 +21,11 @@ import sys
 import time
 from typing import Any
 
-from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File
-
 from llmsite import artifacts, report
+from llmsite.features.files import Generated
 from llmsite.paths import ROOT
 from llmsite.playground import export, pages, registry
+from llmsite.problems import BuildStop
 
 log = logging.getLogger("mkdocs.plugins.llmsite.playground")
 MARKER = registry.MARKER
@@ -39,11 +38,11 @@ def _export(names: list[str]) -> None:
     try:
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, encoding="utf-8", timeout=TIMEOUT)
     except subprocess.TimeoutExpired as exc:
-        raise PluginError(f"导出模型演示超过 {TIMEOUT:g} 秒，已停止") from exc
+        raise BuildStop(f"导出模型演示超过 {TIMEOUT:g} 秒，已停止") from exc
     for line in proc.stdout.splitlines():
         log.info("playground: %s", line.strip())
     if proc.returncode != 0:
-        raise PluginError(f"导出模型演示失败：\n{(proc.stderr or proc.stdout).strip()}")
+        raise BuildStop(f"导出模型演示失败：\n{(proc.stderr or proc.stdout).strip()}")
     report.record("playground", len(names), time.perf_counter() - start)
 
 
@@ -55,20 +54,22 @@ class Playground:
         self.headers: dict[str, dict[str, Any]] = {}
         self.failed: dict[str, str] = {}
 
-    def add_files(self, files: Any, config: Any) -> None:
+    def plan(self) -> list[Generated]:
+        """Export the stale models the pages use; every used model's header and weights."""
+        files: list[Generated] = []
         try:
             used = pages.marked()
         except (registry.MarkerError, artifacts.ArtifactError) as exc:
-            raise PluginError(str(exc)) from exc
+            raise BuildStop(str(exc)) from exc
         self.headers, self.failed = {}, {}
         if not used:
-            return
+            return files
         items = export.plan(sorted(used))
         stale = [item.name for item in items if not item.cached]
         if stale:
             try:
                 _export(stale)
-            except PluginError as exc:
+            except BuildStop as exc:
                 if not self.serving:
                     raise
                 log.error("%s\n（预览继续运行：改好并保存后会重新导出）", exc)
@@ -79,9 +80,9 @@ class Playground:
                 continue
             header = json.loads(item.header_path().read_text(encoding="utf-8"))
             self.headers[item.name] = header
-            files.append(File.generated(config, export.header_uri(item.name), abs_src_path=str(item.header_path())))
-            files.append(File.generated(config, export.weights_uri(item.name, header),
-                                        abs_src_path=str(item.weights_path())))
+            files.append(Generated(export.header_uri(item.name), path=item.header_path()))
+            files.append(Generated(export.weights_uri(item.name, header), path=item.weights_path()))
+        return files
 
     def expand(self, markdown: str, page: Any) -> str:
         if "playground" not in markdown:
@@ -89,7 +90,7 @@ class Playground:
         try:
             registry.uses(markdown, f"docs/{page.file.src_uri}", artifacts.discover())
         except registry.MarkerError as exc:
-            raise PluginError(str(exc)) from exc
+            raise BuildStop(str(exc)) from exc
 
         def replace(match: Any) -> str:
             names = registry.names(match)
@@ -103,7 +104,7 @@ class Playground:
             try:
                 return compare_block(names, [self.headers[n] for n in names], page.url)
             except ValueError as exc:
-                raise PluginError(f"docs/{page.file.src_uri}: {exc}") from exc
+                raise BuildStop(f"docs/{page.file.src_uri}: {exc}") from exc
 
         return MARKER.sub(replace, markdown)
 

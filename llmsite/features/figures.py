@@ -1,8 +1,8 @@
-"""Build-time figures in MkDocs.
+"""Build-time figures.
 
-- add_files: finds the declared figures, builds the out-of-date ones in a
+- plan: finds the declared figures, builds the out-of-date ones in a
   subprocess (``python -m llmsite figures``; the MkDocs process never imports
-  torch, and edited modules are always loaded fresh) and adds the cached SVGs
+  torch, and edited modules are always loaded fresh) and returns the cached SVGs
   as generated files ``figures/<name>.<theme>.svg``: nothing is written into
   docs/, so ``mkdocs serve`` does not loop.
 - expand: replaces ``<!-- figure: NAME -->`` with the light and dark
@@ -18,7 +18,7 @@
   triggers a rebuild and only the figures whose inputs changed are redrawn.
 - exercise answers (``@exercise_answer``) are planned and computed in the same
   step (the same subprocess, after the figures); ``answers`` holds their cached
-  values for ``llmsite.mkdocs.exercises``. They are not files of the site: each
+  values for ``llmsite.features.exercises``. They are not files of the site: each
   value is written into its exercise on the page.
 """
 
@@ -32,13 +32,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File
-
 from llmsite import report, worker
+from llmsite.features.files import Generated
 from llmsite.figures import answers, cache, registry, runner
 from llmsite.paths import rel
-from llmsite.problems import Problem
+from llmsite.problems import BuildStop, Problem
 
 log = logging.getLogger("mkdocs.plugins.llmsite.figures")
 MARKER = registry.MARKER  # one pattern for the build, the content checks and the benchmark
@@ -51,7 +49,7 @@ def _build(specs: dict[str, registry.FigureSpec], names: list[str], answer_names
     backstop = sum(specs[n].timeout for n in names) + answers.TIMEOUT * len(answer_names) + 900
     proc = worker.run_step("figures", [*names, *answer_names], log, "figures", timeout=backstop)
     if proc.returncode != 0:
-        raise PluginError(f"生成文章插图失败：\n{worker.failure(proc)}")
+        raise BuildStop(f"生成文章插图失败：\n{worker.failure(proc)}")
     seconds = time.perf_counter() - start
     if names:
         log.info("figures: 重新生成 %d 张图，用时 %.1f s", len(names), seconds)
@@ -74,14 +72,16 @@ class Figures:
         self.answers: dict[str, answers.Value] = {}  # exercise answer name -> its cached value
         self.failed_answers: dict[str, str] = {}  # answer name -> error message, for this build
 
-    def add_files(self, files: Any, config: Any) -> None:
+    def plan(self) -> list[Generated]:
+        """Draw the stale figures and compute the stale answers; every figure's images and interactive data."""
+        files: list[Generated] = []
         if not self.enabled:
-            return
+            return files
         try:
             self.specs = registry.discover()
             self.answer_specs = registry.discover_answers()
         except registry.DeclarationError as exc:
-            raise PluginError(f"图的声明有误：{exc}") from exc
+            raise BuildStop(f"图的声明有误：{exc}") from exc
         items = runner.plan(self.specs.values())
         answer_items = answers.plan(self.answer_specs.values())
         stale = [item.spec.name for item in items if not item.cached]
@@ -90,7 +90,7 @@ class Figures:
         if stale or stale_answers:
             try:
                 _build(self.specs, stale, stale_answers)
-            except PluginError as exc:
+            except BuildStop as exc:
                 if not self.serving:
                     raise
                 log.error("%s\n（预览继续运行：出错的图在页面上显示为错误信息，改好并保存后会重新生成）", exc)
@@ -104,14 +104,14 @@ class Figures:
                 continue
             for theme, path in cache.outputs(item.spec, item.key).items():
                 if not path.is_file():
-                    raise PluginError(f"图 {item.spec.name} 的缓存文件不存在：{path}")
-                uri = f"{TARGET}/{item.spec.name}.{theme}.{cache.FORMAT}"
-                files.append(File.generated(config, uri, abs_src_path=str(path)))
+                    raise BuildStop(f"图 {item.spec.name} 的缓存文件不存在：{path}")
+                files.append(Generated(f"{TARGET}/{item.spec.name}.{theme}.{cache.FORMAT}", path=path))
             data = cache.data_output(item.spec, item.key)
             if data is not None:
                 if not data.is_file():
-                    raise PluginError(f"图 {item.spec.name} 的交互数据不在缓存里：{data}")
-                files.append(File.generated(config, data_uri(item.spec), abs_src_path=str(data)))
+                    raise BuildStop(f"图 {item.spec.name} 的交互数据不在缓存里：{data}")
+                files.append(Generated(data_uri(item.spec), path=data))
+        return files
 
     def problems(self) -> list[Problem]:
         """The figures and exercise answers that failed in this build, for the preview's banner."""
@@ -132,7 +132,7 @@ class Figures:
             spec = self.specs.get(name)
             if spec is None:
                 known = "、".join(sorted(self.specs)) or "（无）"
-                raise PluginError(
+                raise BuildStop(
                     f"docs/{page.file.src_uri}: 引用了没有声明的图 {name}（已声明：{known}）。"
                     "在 code/figures/ 中用 @figure 声明它，或改正名字。"
                 )

@@ -11,7 +11,7 @@ written into docs/.
 
 During the build the listings' raw HTML blocks (the cards, the route's lists) do not go through
 Markdown: ``expand(..., defer=True)`` leaves a placeholder comment for each, which Python-Markdown
-passes through, and ``fill`` (``on_page_content``) puts the HTML back. With 1,000 articles this
+passes through, and ``fill`` (after Markdown, ``llmsite.extension``) puts the HTML back. With 1,000 articles this
 saves parsing about 250 tags per listing page (1 s a build); the page is the same.
 """
 
@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
-
-from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File
 
 from llmsite.content import render
 from llmsite.content.articles import Site
+from llmsite.features.files import Generated
+from llmsite.problems import BuildStop
 
 MARKER = re.compile(r"^<!--\s*site:(?P<name>[\w-]+)(?:\s+(?P<arg>\d+))?\s*-->\s*$", re.M)
 _PLACEHOLDER = "<!-- llmsite:raw {n} -->"
@@ -36,13 +34,16 @@ class Listings:
         self.site, self.per_page, self.latest, self.pdf = site, per_page, latest, pdf
         self._deferred: dict[str, dict[str, str]] = {}  # page -> placeholder -> its raw HTML block
 
-    def add_pages(self, files: Any, config: Any) -> None:
+    def plan(self) -> list[Generated]:
+        """Pages 2..n of the article list."""
+        files: list[Generated] = []
         for n in range(2, render.pages_count(self.site, self.per_page) + 1):
             content = (
                 f"---\ntitle: 文章列表（第 {n} 页）\nsearch:\n  exclude: true\n---\n\n"
                 f"<!-- site:article-list {n} -->\n"
             )
-            files.append(File.generated(config, render.page_uri(n), content=content))
+            files.append(Generated(render.page_uri(n), content=content))
+        return files
 
     def expand(self, markdown: str, uri: str, *, defer: bool = False) -> str:
         """The page's Markdown with its markers replaced; with ``defer`` the raw HTML blocks wait for ``fill``."""
@@ -72,7 +73,7 @@ class Listings:
                 return render.route_page(site, uri, raw)
             if name == "route-pdf":
                 return render.route_pdf(uri, self.pdf)
-            raise PluginError(f"{uri}: 未知的生成标记 site:{name}"
+            raise BuildStop(f"{uri}: 未知的生成标记 site:{name}"
                               "（可用：latest、route-overview、article-list、route、route-pdf）")
 
         return MARKER.sub(replace, markdown)
@@ -85,6 +86,6 @@ class Listings:
             return html
         for placeholder, block in blocks.items():
             if (found := html.count(placeholder)) != 1:
-                raise PluginError(f"{uri}: 生成的列表没有原样出现在页面里（占位 {placeholder} 出现 {found} 次）")
+                raise BuildStop(f"{uri}: 生成的列表没有原样出现在页面里（占位 {placeholder} 出现 {found} 次）")
             html = html.replace(placeholder, rebase(block) if rebase is not None else block)
         return html

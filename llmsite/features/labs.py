@@ -1,11 +1,11 @@
 """Hands-on labs (``labs/*.py``) as site pages, read from the build cache.
 
-- ``add_files``: plans every lab (cheap: syntax trees, hashes), executes the stale ones in a subprocess
+- ``plan``: plans every lab (cheap: syntax trees, hashes), executes the stale ones in a subprocess
   (``python -m llmsite labs``; a cell that raises stops the build with the lab, the cell and the error),
   and adds for each lab a page ``labs/<name>.ipynb`` (URL ``labs/<name>/``) whose body the lab worker
   rendered into the cache entry (``llmsite/labs/page.py``), and the notebook offered for download,
   ``labs/<name>/<name>.ipynb``: the executed one with a first cell that writes the ``code/`` files it
-  imports (``labs.published``). Both are read as stored in the entry (``llmsite/labs/stored.py``). The MkDocs
+  imports (``labs.published``). Both are read as stored in the entry (``llmsite/labs/stored.py``). The build
   process imports neither mkdocs-jupyter, nbconvert nor jupytext.
 - ``page_body``: the cached body, which ``llmsite.extension`` puts in place of the page's placeholder (with
   its table of contents): ``.md`` / ``.ipynb`` links resolved like Markdown links, a download button and,
@@ -22,18 +22,17 @@ import logging
 import posixpath
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
-from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File
-
 from llmsite import labs, report, worker
 from llmsite.extension import LAB_BODY
+from llmsite.features.files import Generated, relative_url
 from llmsite.labs import images as lab_images
 from llmsite.labs import stored as lab_stored
-from llmsite.problems import Problem
+from llmsite.problems import BuildStop, Problem
 
 log = logging.getLogger("mkdocs.plugins.llmsite.labs")
 DOWNLOAD_ICON = (
@@ -42,28 +41,21 @@ DOWNLOAD_ICON = (
 _LOCAL_LINK = re.compile(r'href="(?P<path>(?![a-zA-Z][\w+.-]*:|/|#)[^"#?]+\.(?:md|ipynb))(?P<frag>#[^"]*)?"')
 
 
-class LabPageFile(File):
-    """``labs/<name>.ipynb`` as a documentation page (URL ``labs/<name>/``), its Markdown a placeholder."""
-
-    def is_documentation_page(self) -> bool:
-        return True
-
-
 @dataclass
 class LabPage:
     lab: labs.Lab
     body: str
     toc: list[dict[str, Any]]
-    download: File | None = None
+    download: Generated | None = None
     bundled: tuple[str, ...] = ()
-    images: dict[str, File] | None = None  # the plots, as files beside the page (labs/images.py)
+    images: dict[str, Generated] | None = None  # the plots, as files beside the page (labs/images.py)
 
 
 def _execute(names: list[str]) -> None:
     start = time.perf_counter()
     proc = worker.run_step("labs", names, log, "labs")
     if proc.returncode != 0:
-        raise PluginError(f"执行动手实验失败：\n{worker.failure(proc)}")
+        raise BuildStop(f"执行动手实验失败：\n{worker.failure(proc)}")
     seconds = time.perf_counter() - start
     log.info("labs: 执行了 %d 个实验，用时 %.1f s", len(names), seconds)
     report.record("labs", len(names), seconds)
@@ -97,7 +89,10 @@ class Labs:
         self.pages: dict[str, LabPage] = {}  # by site uri (labs/<name>.ipynb)
         self.failed: dict[str, str] = {}  # lab name -> error message, for this build (serve only)
 
-    def add_files(self, files: Any, config: Any) -> None:
+    def plan(self) -> list[Generated]:
+        """Execute the stale labs; every lab's page (``labs/<name>.ipynb``, a page at ``labs/<name>/``), its
+        plots and its notebook for download."""
+        files: list[Generated] = []
         found = labs.discover()
         items = labs.plan(list(found.values()))
         stale = [item.lab.name for item in items if not item.cached]
@@ -106,7 +101,7 @@ class Labs:
         if stale:
             try:
                 _execute(stale)
-            except PluginError as exc:
+            except BuildStop as exc:
                 if not self.serving:
                     raise
                 log.error("%s\n（预览继续运行：这个实验的页面显示错误信息，改好并保存后会重新执行）", exc)
@@ -116,26 +111,27 @@ class Labs:
         for item in items:
             lab = item.lab
             title = labs.title(lab.uri) or lab.name
-            files.append(LabPageFile.generated(config, lab.uri, content=_placeholder(title)))
+            files.append(Generated(lab.uri, content=_placeholder(title), page=True))
             if not item.cached and lab.name in failed:
                 self.pages[lab.uri] = LabPage(lab, error_body(lab.name, failed[lab.name]), [])
                 continue
             entry = labs.entry_dir(lab, item.key)
             if not item.cached:
-                raise PluginError(f"动手实验 {lab.name} 的缓存条目不完整：{entry}")
+                raise BuildStop(f"动手实验 {lab.name} 的缓存条目不完整：{entry}")
             try:
                 stored = lab_stored.page(entry, f"动手实验 {lab.name}")  # plots as files, stored in the entry
             except lab_images.ImageError as exc:
-                raise PluginError(str(exc)) from exc
+                raise BuildStop(str(exc)) from exc
             images = {}
             for name, data in stored.images.items():
-                images[name] = File.generated(config, f"{labs.LABS_DIR}/{lab.name}/{name}", content=data)
+                images[name] = Generated(f"{labs.LABS_DIR}/{lab.name}/{name}", content=data)
                 files.append(images[name])
-            download = File.generated(config, f"{labs.LABS_DIR}/{lab.name}/{lab.name}.ipynb",
-                                      content=lab_stored.download(entry, lab))
+            download = Generated(f"{labs.LABS_DIR}/{lab.name}/{lab.name}.ipynb",
+                                 content=lab_stored.download(entry, lab))
             files.append(download)
             bundled = tuple(labs.bundled_files(lab))
             self.pages[lab.uri] = LabPage(lab, stored.body, stored.toc, download, bundled, images)
+        return files
 
     def problems(self) -> list[Problem]:
         """The labs that failed in this build, for the preview's banner."""
@@ -145,17 +141,19 @@ class Labs:
             for name, message in sorted(self.failed.items())
         ]
 
-    def page_body(self, page: Any, files: Any) -> str:
-        """A lab page's HTML: its executed notebook, links resolved against ``page`` (its table of contents is
-        ``self.pages[uri].toc``; ``llmsite.extension`` gives it to the builder)."""
-        found = self.pages[page.file.src_uri]
-        body = _links(found.body, page, files, found.lab)
-        if found.images:
-            body = lab_images.link(body, found.images,
-                                   lambda name: html.escape(found.images[name].url_relative_to(page.file)))
+    def page_body(self, uri: str, folder: str, target_url: Callable[[str], str | None]) -> str:
+        """A lab page's HTML: its executed notebook, with links written relative to the directory URL ``folder``
+        (the page's own, or what the builder resolves the page's links against); ``target_url`` gives the URL of
+        a file of the site by its uri, None when there is none. Its table of contents is ``self.pages[uri].toc``
+        (``llmsite.extension`` gives it to the builder)."""
+        found = self.pages[uri]
+        body = _links(found.body, uri, folder, target_url, found.lab)
+        images = found.images or {}
+        if images:
+            body = lab_images.link(body, images, lambda name: html.escape(relative_url(images[name].url, folder)))
         if found.download is None:  # the error page of a failing lab (preview only)
             return f'<div class="llm-lab">{body}</div>'
-        href = html.escape(found.download.url_relative_to(page.file))
+        href = html.escape(relative_url(found.download.url, folder))
         button = (
             f'<a href="{href}" download class="md-content__button md-icon" '
             f'title="下载这个 Notebook（.ipynb），在任意文件夹里运行">{DOWNLOAD_ICON}</a>'
@@ -168,14 +166,16 @@ class Labs:
         found = self.pages.get(uri)
         if found is None:
             return ""
-        download = found.download.content_bytes if found.download is not None else b""
+        download = found.download.read_bytes() if found.download is not None else b""
         return repr((found.lab, found.body, found.toc, found.bundled, hashlib.sha256(download).hexdigest()))
 
-    def edit_url(self, page: Any, config: Any) -> None:
-        found = self.pages.get(page.file.src_uri)
-        if found is not None and config.get("repo_url") and config.get("edit_uri"):
-            # edit_uri points into docs/; the lab's source is labs/<name>.py at the repository root.
-            page.edit_url = urljoin(config["repo_url"].rstrip("/") + "/", f"{config['edit_uri']}../{found.lab.where}")
+    def edit_url(self, uri: str, repo_url: str | None, edit_uri: str | None) -> str | None:
+        """The edit button's target for a lab's page: ``labs/<name>.py``, not the page's generated source."""
+        found = self.pages.get(uri)
+        if found is None or not repo_url or not edit_uri:
+            return None
+        # edit_uri points into docs/; the lab's source is labs/<name>.py at the repository root.
+        return urljoin(repo_url.rstrip("/") + "/", f"{edit_uri}../{found.lab.where}")
 
     @staticmethod
     def watch(server: Any) -> None:
@@ -185,19 +185,19 @@ class Labs:
             server.watch(str(labs_dir))
 
 
-def _links(content: str, page: Any, files: Any, lab: labs.Lab) -> str:
+def _links(content: str, uri: str, folder: str, target_url: Callable[[str], str | None], lab: labs.Lab) -> str:
     """Resolve relative ``.md`` / ``.ipynb`` links like MkDocs does for Markdown; a missing target fails."""
-    base = posixpath.dirname(page.file.src_uri)
+    base = posixpath.dirname(uri)
 
     def replace(match: re.Match[str]) -> str:
         target_uri = posixpath.normpath(posixpath.join(base, html.unescape(match.group("path"))))
-        target = files.get_file_from_path(target_uri)
+        target = target_url(target_uri)
         if target is None:
-            raise PluginError(
+            raise BuildStop(
                 f"动手实验 {lab.where} 里的链接 {match.group('path')} 指向不存在的页面"
                 f"（按 docs/{target_uri} 查找）：链接写成相对于 docs/labs/ 的 .md 路径，例如 ../articles/x.md"
             )
-        href = target.url_relative_to(page.file)
+        href = relative_url(target, folder)
         return f'href="{html.escape(href)}{match.group("frag") or ""}"'
 
     return _LOCAL_LINK.sub(replace, content)

@@ -1,9 +1,9 @@
-"""Exercises in MkDocs: each ```` ```exercise ```` block of a page replaced by its HTML at ``on_page_markdown``.
+"""Exercises: each ```` ```exercise ```` block of a page replaced by its HTML (``llmsite.extension``).
 
 The blocks are parsed from the page's source file (so problems name its lines), checked against the
 declarations the figure step found and against the computed answers it cached (``Figures.answers``),
 and rendered by ``llmsite.exercises.render``; the Markdown inside them then goes through Python-Markdown
-with the rest of the page. A problem stops ``mkdocs build`` with ``docs/...md:LINE`` (the content checks
+with the rest of the page. A problem stops the build with ``docs/...md:LINE`` (the content checks
 of ``on_files`` have already stopped it for most); under serve the exercise shows the problem instead.
 """
 
@@ -13,15 +13,13 @@ import html
 import logging
 import posixpath
 
-from mkdocs.exceptions import PluginError
-
 from llmsite import exercises
 from llmsite.content import frontmatter
 from llmsite.content.checks.exercises import module_of
 from llmsite.content.checks.text import mask_code
+from llmsite.features.figures import Figures
 from llmsite.figures.registry import MARKER
-from llmsite.mkdocs.figures import Figures
-from llmsite.problems import ContentError
+from llmsite.problems import BuildStop, ContentError
 
 log = logging.getLogger("mkdocs.plugins.llmsite.exercises")
 
@@ -72,11 +70,11 @@ class Exercises:
             rendered.append(exercises.render(exercise, number, value))
         if problems:
             if not self.serving:
-                raise PluginError(str(ContentError(problems)))
+                raise BuildStop(str(ContentError(problems)))
             for problem in sorted(set(problems)) if not quiet else ():
                 log.error("%s", problem)
         try:
             return exercises.replace_blocks(markdown, rendered)
         except ValueError as exc:  # the Markdown was changed before this step (should not happen)
-            raise PluginError(f"{path}: 练习块替换失败：{exc}") from exc
+            raise BuildStop(f"{path}: 练习块替换失败：{exc}") from exc
 
