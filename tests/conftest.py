@@ -89,7 +89,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @functools.cache
-def _lane_graph():
+def lane_graph():
     from llmsite.lane import graph
 
     return graph.load(ROOT)
@@ -101,7 +101,7 @@ def lane_pages(pages: list[str], part: slice = slice(None)) -> list[str]:
     empty (a shard with no page of the article)."""
     if not LANE:
         return pages[part]
-    own = _lane_graph().pages(LANE)
+    own = lane_graph().pages(LANE)
     kept = [p for p in pages if p.startswith(own)][part]
     if not kept:
         pytest.skip(f"--article {' '.join(LANE)}：这一部分里没有它的页面")
@@ -112,10 +112,10 @@ def lane_pages(pages: list[str], part: slice = slice(None)) -> list[str]:
 def pytest_configure(config: pytest.Config) -> None:
     LANE[:] = config.getoption("article") or []
     if LANE:
-        unknown = sorted(set(LANE) - set(_lane_graph().articles))
+        unknown = sorted(set(LANE) - set(lane_graph().articles))
         if unknown:
             raise pytest.UsageError(f"--article：没有这篇文章：{'、'.join(unknown)}"
-                                    f"（有：{'、'.join(_lane_graph().articles)}）")
+                                    f"（有：{'、'.join(lane_graph().articles)}）")
     # CPU seconds per test, for bench/README.md (python -m bench.suite --cpu); a copy of the repository without bench/
     # (tests/scaffold runs pytest in one) runs without it
     if os.environ.get("LLM_CPU_LOG") and (ROOT / "bench" / "cputime.py").is_file():
@@ -183,7 +183,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if LANE:
         from llmsite.lane.select import keeps
 
-        lane, graph = set(LANE), _lane_graph()
+        lane, graph = set(LANE), lane_graph()
         kept, left = [], []
         for item in items:
             params = getattr(getattr(item, "callspec", None), "params", {})
@@ -314,7 +314,7 @@ def built_site(trained_artifacts: dict[str, Path]) -> BuiltSite:
     on a fresh machine the training (about 700 CPU seconds since stage 3) ran inside the first build, which then
     took longer than its 900 s limit."""
     out_dir = shared_dir() / "pages" / SUBPATH
-    env = {**os.environ, "SITE_URL": site_url(), "NO_MKDOCS_2_WARNING": "1"}
+    env = {**os.environ, "SITE_URL": site_url(), "NO_MKDOCS_2_WARNING": "1", **lane_build_env()}
     cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out_dir)]
     result = once_per_run("built-site", lambda: _build(cmd, env, BUILD_TIMEOUT))
     output = _require_clean("mkdocs build", cmd, result, out_dir)
@@ -355,7 +355,7 @@ def zensical_site(built_site: BuiltSite) -> BuiltSite:
     out_dir = shared_dir() / "pages" / "zensical" / SUBPATH
     staging = shared_dir() / "zensical-stage"
     url = f"http://127.0.0.1:{site_port()}/zensical/{SUBPATH}/"
-    env = {**os.environ, "SITE_URL": url}
+    env = {**os.environ, "SITE_URL": url, **lane_build_env()}
     cmd = [sys.executable, "-m", "llmsite", "zensical", "--out", str(out_dir), "--stage", str(staging)]
     result = once_per_run("zensical-site", lambda: _build(cmd, env, BUILD_TIMEOUT))
     output = _require_clean("python -m llmsite zensical", cmd, result, out_dir)
@@ -370,16 +370,44 @@ def repo_cache(built_site: BuiltSite) -> Path:
     return Path(os.environ.get("LLM_SITE_CACHE", ROOT / ".cache"))
 
 
+class _OnDemand(dict):
+    """The trained models of a lane: those its articles use, and any other one trained when a test first asks."""
+
+    def __missing__(self, name: str) -> Path:
+        import io
+
+        from llmsite import artifacts
+
+        self.update(artifacts.ensure([artifacts.discover()[name]], out=io.StringIO()))
+        return self[name]
+
+
 @pytest.fixture(scope="session")
 def trained_artifacts() -> dict[str, Path]:
     """Every declared build artifact (the trained models) in the run's artifact cache, with ``LLM_ARTIFACT_<NAME>``
     set, so ``pretrained_gpt()`` and friends read the file instead of training in the test process. Computed at
-    most once per run: ``artifacts.ensure`` holds a file lock, so other workers and the site build wait for it."""
+    most once per run: ``artifacts.ensure`` holds a file lock, so other workers and the site build wait for it.
+
+    Under ``--article`` only the models the lane's articles use (``lane.graph``: what their figures, answers, labs
+    and playground reach) and their upstream; another is trained the first time a test asks for it. From an empty
+    cache the lane of a stage-1 article then trains one small model, not the whole course's."""
     import io
 
     from llmsite import artifacts
 
-    return artifacts.ensure(list(artifacts.discover().values()), out=io.StringIO())
+    declared = artifacts.discover()
+    if not LANE:
+        return artifacts.ensure(list(declared.values()), out=io.StringIO())
+    used = {name for slug in LANE for name in lane_graph().articles[slug].artifacts}
+    return _OnDemand(artifacts.ensure([a for name, a in declared.items() if name in used], out=io.StringIO()))
+
+
+def lane_build_env() -> dict[str, str]:
+    """The lane's builds compute only what its articles are made of (``llmsite/features/stale.py``); a warm cache
+    still gives the whole site, and only the articles' pages are checked."""
+    from llmsite.features.stale import ENV
+
+    return {ENV: ",".join(LANE)} if LANE else {}
 
 
 @pytest.fixture(scope="module")

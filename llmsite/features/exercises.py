@@ -57,6 +57,9 @@ class Exercises:
             if exercise is None or any(line in broken for line in exercise.lines.values()) or exercise.line in broken:
                 rendered.append(_error_box([str(p) for p in problems]))
                 continue
+            if exercise.answer in figures.skipped_answers:
+                rendered.append(f"\n\n{figures.focus.note(f'练习 {number} 的答案 {exercise.answer}')}\n\n")
+                continue
             if exercise.answer in figures.failed_answers:
                 message = figures.failed_answers[exercise.answer]
                 rendered.append(_error_box([f"练习答案 {exercise.answer} 计算失败", message]))

@@ -20,6 +20,8 @@
   step (the same subprocess, after the figures); ``answers`` holds their cached
   values for ``llmsite.features.exercises``. They are not files of the site: each
   value is written into its exercise on the page.
+- a focused build (``features/stale.py``: ``LLM_SITE_ONLY``) draws only the stale
+  figures and answers of its articles; another article's stale figure shows a note.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 
 from llmsite import report, worker
 from llmsite.features.files import Generated
+from llmsite.features.stale import Focus, compute
 from llmsite.figures import answers, cache, registry, runner
 from llmsite.paths import rel
 from llmsite.problems import BuildStop, Problem
@@ -71,6 +74,9 @@ class Figures:
         self.answer_specs: dict[str, registry.AnswerSpec] = {}
         self.answers: dict[str, answers.Value] = {}  # exercise answer name -> its cached value
         self.failed_answers: dict[str, str] = {}  # answer name -> error message, for this build
+        self.focus = Focus()  # the articles this build computes stale items for (stale.py: LLM_SITE_ONLY)
+        self.skipped: list[str] = []  # stale figures of other articles, left out by the focus
+        self.skipped_answers: list[str] = []  # stale answers of other articles, left out by the focus
 
     def plan(self) -> list[Generated]:
         """Draw the stale figures and compute the stale answers; every figure's images and interactive data."""
@@ -84,23 +90,26 @@ class Figures:
             raise BuildStop(f"图的声明有误：{exc}") from exc
         items = runner.plan(self.specs.values())
         answer_items = answers.plan(self.answer_specs.values())
-        stale = [item.spec.name for item in items if not item.cached]
-        stale_answers = [item.spec.name for item in answer_items if not item.cached]
+        self.focus = Focus.from_env()
+        stale, self.skipped = self.focus.split([item.spec.name for item in items if not item.cached],
+                                               lambda name: [self.specs[name].article])
+        stale_answers, self.skipped_answers = self.focus.split(
+            [item.spec.name for item in answer_items if not item.cached],
+            lambda name: [self.answer_specs[name].article])
+        self.focus.report(log, "图", self.skipped)
+        self.focus.report(log, "练习答案", self.skipped_answers)
         self.failed, self.failed_answers = {}, {}
         if stale or stale_answers:
-            try:
-                _build(self.specs, stale, stale_answers)
-            except BuildStop as exc:
-                if not self.serving:
-                    raise
-                log.error("%s\n（预览继续运行：出错的图在页面上显示为错误信息，改好并保存后会重新生成）", exc)
-                self.failed = {name: str(exc) for name in stale}
-                self.failed_answers = {name: str(exc) for name in stale_answers}
+            message = compute(lambda: _build(self.specs, stale, stale_answers), self.serving, log,
+                              "出错的图在页面上显示为错误信息，改好并保存后会重新生成")
+            if message is not None:
+                self.failed = dict.fromkeys(stale, message)
+                self.failed_answers = dict.fromkeys(stale_answers, message)
             items = runner.plan(self.specs.values())
             answer_items = answers.plan(self.answer_specs.values())
         self.answers = {item.spec.name: answers.read(item) for item in answer_items if item.cached}
         for item in items:
-            if not item.cached and item.spec.name in self.failed:
+            if not item.cached and (item.spec.name in self.failed or item.spec.name in self.skipped):
                 continue
             for theme, path in cache.outputs(item.spec, item.key).items():
                 if not path.is_file():
@@ -136,6 +145,8 @@ class Figures:
                     f"docs/{page.file.src_uri}: 引用了没有声明的图 {name}（已声明：{known}）。"
                     "在 code/figures/ 中用 @figure 声明它，或改正名字。"
                 )
+            if name in self.skipped:
+                return self.focus.note(f"图 {name}")
             if name in self.failed:
                 return (
                     f'<div class="admonition failure llm-figure-error"><p class="admonition-title">图 {name} 生成失败'

@@ -12,6 +12,8 @@
   under the title, a visible download link saying what the notebook needs.
 - ``edit_url``: the edit button points at ``labs/<name>.py``.
 - ``watch``: ``labs/`` is watched, so editing a lab rebuilds (only that lab re-executes).
+- a focused build (``features/stale.py``: ``LLM_SITE_ONLY``) executes only the stale labs the route gives its
+  articles; another article's stale lab gets a page that says so.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from typing import Any
 from urllib.parse import urljoin
 
 from llmsite import labs, report, worker
+from llmsite.content.catalog import load_route
 from llmsite.extension import LAB_BODY
 from llmsite.features.files import Generated, relative_url
+from llmsite.features.stale import Focus, compute
 from llmsite.labs import images as lab_images
 from llmsite.labs import stored as lab_stored
 from llmsite.problems import BuildStop, Problem
@@ -59,6 +63,13 @@ def _execute(names: list[str]) -> None:
     seconds = time.perf_counter() - start
     log.info("labs: 执行了 %d 个实验，用时 %.1f s", len(names), seconds)
     report.record("labs", len(names), seconds)
+
+
+def _articles_of_labs() -> dict[str, str]:
+    """{lab name: the article whose labs the route lists it under} (data/route.yml)."""
+    route, _ = load_route()
+    return {posixpath.splitext(posixpath.basename(entry))[0]: item.slug
+            for item in route.entries for entry in item.labs}
 
 
 def _placeholder(title: str) -> str:
@@ -95,25 +106,29 @@ class Labs:
         files: list[Generated] = []
         found = labs.discover()
         items = labs.plan(list(found.values()))
-        stale = [item.lab.name for item in items if not item.cached]
-        failed: dict[str, str] = {}
-        self.failed = failed
+        focus = Focus.from_env()
+        articles = {} if focus.whole else _articles_of_labs()
+        stale, skipped = focus.split([item.lab.name for item in items if not item.cached],
+                                     lambda name: [articles.get(name)])
+        focus.report(log, "实验", skipped)
+        self.failed = {}
         if stale:
-            try:
-                _execute(stale)
-            except BuildStop as exc:
-                if not self.serving:
-                    raise
-                log.error("%s\n（预览继续运行：这个实验的页面显示错误信息，改好并保存后会重新执行）", exc)
-                failed.update({name: str(exc) for name in stale})
+            message = compute(lambda: _execute(stale), self.serving, log,
+                              "这个实验的页面显示错误信息，改好并保存后会重新执行")
+            if message is not None:
+                self.failed = dict.fromkeys(stale, message)
             items = labs.plan(list(found.values()))
         self.pages = {}
         for item in items:
             lab = item.lab
             title = labs.title(lab.uri) or lab.name
             files.append(Generated(lab.uri, content=_placeholder(title), page=True))
-            if not item.cached and lab.name in failed:
-                self.pages[lab.uri] = LabPage(lab, error_body(lab.name, failed[lab.name]), [])
+            if not item.cached and lab.name in self.failed:
+                self.pages[lab.uri] = LabPage(lab, error_body(lab.name, self.failed[lab.name]), [])
+                continue
+            if not item.cached and lab.name in skipped:
+                note = focus.note(f"动手实验 {lab.name}")
+                self.pages[lab.uri] = LabPage(lab, f"<h1>{html.escape(title)}</h1>\n{note}", [])
                 continue
             entry = labs.entry_dir(lab, item.key)
             if not item.cached:

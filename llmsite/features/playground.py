@@ -8,6 +8,7 @@
   ``<div>`` per model, ``compare_block``; the models must share vocabulary and task). The small
   ``playground-start.js`` shows it and its start button; the weights, the header and ``playground.js`` are fetched
   only when the reader presses it. Without JavaScript the div stays hidden and the static figures remain.
+- a focused build (``features/stale.py``: ``LLM_SITE_ONLY``) exports only the stale models its articles show.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from llmsite import artifacts, report
 from llmsite.features.files import Generated
+from llmsite.features.stale import Focus, article_of_source, compute
 from llmsite.paths import ROOT
 from llmsite.playground import export, pages, registry
 from llmsite.problems import BuildStop
@@ -53,6 +55,8 @@ class Playground:
         self.serving = serving
         self.headers: dict[str, dict[str, Any]] = {}
         self.failed: dict[str, str] = {}
+        self.focus = Focus()  # stale.py: LLM_SITE_ONLY
+        self.skipped: list[str] = []  # stale models only other articles show, left out by the focus
 
     def plan(self) -> list[Generated]:
         """Export the stale models the pages use; every used model's header and weights."""
@@ -65,15 +69,14 @@ class Playground:
         if not used:
             return files
         items = export.plan(sorted(used))
-        stale = [item.name for item in items if not item.cached]
+        self.focus = Focus.from_env()
+        stale, self.skipped = self.focus.split([item.name for item in items if not item.cached],
+                                               lambda name: [article_of_source(use.where) for use in used[name]])
+        self.focus.report(log, "模型演示", self.skipped)
         if stale:
-            try:
-                _export(stale)
-            except BuildStop as exc:
-                if not self.serving:
-                    raise
-                log.error("%s\n（预览继续运行：改好并保存后会重新导出）", exc)
-                self.failed = {name: str(exc) for name in stale}
+            message = compute(lambda: _export(stale), self.serving, log, "改好并保存后会重新导出")
+            if message is not None:
+                self.failed = dict.fromkeys(stale, message)
             items = export.plan(sorted(used))
         for item in items:
             if not item.cached:
@@ -95,6 +98,8 @@ class Playground:
         def replace(match: Any) -> str:
             names = registry.names(match)
             for name in names:
+                if name in self.skipped:
+                    return self.focus.note(f"模型演示 {name}") + "\n"
                 if name in self.failed or name not in self.headers:
                     message = self.failed.get(name, f"模型 {name} 还没有导出")
                     return (f'<div class="admonition failure"><p class="admonition-title">模型演示 {html.escape(name)} '

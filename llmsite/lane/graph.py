@@ -7,7 +7,9 @@ For an article ``docs/articles/<slug>.md``:
   functions of ``code/figures/<slug with _>.py``), its exercises (``exercises.parse``);
 - its labs (``data/route.yml``), its playground models (``playground/registry.py``'s marker);
 - every file of ``code/`` that any of these imports, followed through imports (``cache/deps.py``'s ``closure``,
-  the graph a downloaded lab bundles) and the data files they declare.
+  the graph a downloaded lab bundles) and the data files they declare;
+- the build artifacts (trained models) its figures, answers, labs and playground models use, as the cache keys
+  find them (``artifacts.used_by``): what its lane trains from an empty cache.
 
 ``SiteGraph.owners`` answers the reverse question for a piece of text (a test's parameter or one of its string
 literals): which articles does it name?
@@ -25,10 +27,11 @@ from pathlib import Path
 
 from llmsite import artifacts, exercises
 from llmsite import labs as lab_pipeline
-from llmsite.cache.deps import closure
+from llmsite.cache.deps import closure, definition_deps
 from llmsite.content import frontmatter, snippets
 from llmsite.content.articles import article_files
 from llmsite.content.catalog import load_route
+from llmsite.figures import cache as figure_cache
 from llmsite.figures import registry
 from llmsite.paths import ROOT, rel
 from llmsite.playground.registry import MARKER as PLAYGROUND_MARKER
@@ -54,6 +57,8 @@ class Article:
     data: tuple[Path, ...]  # data files its figures and answers declare, and the DATA_FILES of its modules
     include_lines: dict[Path, int] = field(default_factory=dict, compare=False)  # first line including each file
     model_modules: dict[Path, tuple[str, ...]] = field(default_factory=dict, compare=False)  # code/ file -> models
+    # the build artifacts (trained models) its figures, answers, labs and playground use; ensure() adds their upstream
+    artifacts: tuple[str, ...] = ()
 
     @property
     def pages(self) -> tuple[str, ...]:
@@ -152,6 +157,20 @@ def _model_modules(models: tuple[str, ...], declared: dict[str, artifacts.Artifa
     return {module: tuple(names) for module, names in out.items()}
 
 
+def _artifacts_used(figures: list[registry.FigureSpec], answers: list[registry.AnswerSpec], labs: list[Path],
+                    models: tuple[str, ...], code: Path) -> tuple[str, ...]:
+    """The artifacts these figures, answers and labs reach (definition level, as their cache keys), and the models."""
+    reached: set[tuple[Path, str]] = set()
+    for spec in figures:
+        reached |= definition_deps([(spec.module, f) for f in figure_cache.functions(spec)], code).roots
+    for answer in answers:
+        reached |= definition_deps([(answer.module, answer.function)], code).roots
+    for lab in labs:
+        reached |= definition_deps([(lab, None)], code).roots
+    names = [a.name for a in artifacts.used_by(reached, code)]
+    return tuple(dict.fromkeys([*names, *models]))
+
+
 def load(root: Path = ROOT) -> SiteGraph:
     """Every article of the repository at ``root``; reads declarations, never runs code."""
     root = root.resolve()
@@ -204,5 +223,8 @@ def load(root: Path = ROOT) -> SiteGraph:
             data=tuple(sorted(data)),
             include_lines=include_lines,
             model_modules=_model_modules(models, declared),
+            artifacts=_artifacts_used([figures[n] for n in own_figures], [answers[n] for n in own_answers],
+                                      [known_labs[name].source for name in labs],
+                                      tuple(m for m in models if m in declared), code),
         )
     return SiteGraph(root, out)

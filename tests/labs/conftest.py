@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import LANE, lane_graph
+
 ROOT = Path(__file__).resolve().parents[2]
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
@@ -193,12 +195,17 @@ def lab_repo(tmp_path: Path) -> LabRepo:
 def executed_labs(repo_cache: Path) -> dict[str, Path]:
     """The real labs, executed (or taken from the cache) once per session: {name: executed .ipynb}. Asked after the
     run's build (``repo_cache``), which has executed them into the repository's cache: read, not executed twice."""
+    from llmsite import labs
+
+    found = labs.discover()
+    if LANE:  # the lane's build executed only its articles' labs (features/stale.py)
+        own = {lab for slug in LANE for lab in lane_graph().articles[slug].labs}
+        found = {name: lab for name, lab in found.items() if name in own}
+    only = [arg for name in found for arg in ("--only", name)] if LANE else []
     proc = subprocess.run(
-        [sys.executable, "-m", "llmsite", "labs"],
+        [sys.executable, "-m", "llmsite", "labs", *only],
         cwd=ROOT, capture_output=True, text=True, encoding="utf-8", timeout=1200,
     )
     if proc.returncode != 0:
         pytest.fail(f"python -m llmsite labs failed:\n{proc.stdout}\n{proc.stderr}", pytrace=False)
-    from llmsite import labs
-
-    return {item.lab.name: item.notebook() for item in labs.plan(list(labs.discover().values()))}
+    return {item.lab.name: item.notebook() for item in labs.plan(list(found.values()))}
