@@ -290,6 +290,45 @@ def test_a_lane_runs_the_tests_of_the_module_that_trains_its_playground_models(r
     assert seen >= 4  # the Tang poem GPT twice, the acrostic model, the three aligned models
 
 
+def test_an_articles_models_are_those_its_page_shows_and_its_labs_train(real: graph.SiteGraph) -> None:
+    """What a lane trains from an empty cache (``Article.artifacts``), checked against what the sources say without
+    the graph: the playground markers of the page, the models the labs train in an empty folder
+    (``tests/labs/test_real_labs.py``'s ``TRAINS``), and the articles whose code reaches no model at all."""
+    from tests.labs.test_real_labs import TRAINS
+
+    marker = re.compile(r"<!--\s*playground:\s*([\w\s-]+?)\s*-->")
+    for slug, art in real.articles.items():
+        shown = {name for found in marker.findall(_md(slug)) for name in found.split()}
+        assert shown <= set(art.artifacts), slug
+        for lab in art.labs:
+            if lab in TRAINS:
+                assert TRAINS[lab][0] in art.artifacts, (slug, lab)
+    assert real.articles["transformer-attention"].artifacts == ("tiny-transformer",)
+    assert real.articles["transformer-block"].artifacts == ()
+    assert real.articles["prompt-engineering"].artifacts == ()
+
+
+def test_every_model_a_lanes_tests_read_from_the_environment_is_trained_for_that_lane(real: graph.SiteGraph) -> None:
+    """A test that reads ``os.environ["LLM_ARTIFACT_<NAME>"]`` (not the ``trained_artifacts`` mapping, which trains a
+    missing model when asked) needs the model trained before it starts: in a lane from an empty cache only the
+    lane's articles' models and their upstream are (``tests/conftest.py``). So each such name must be one of them."""
+    from llmsite import artifacts
+
+    declared = artifacts.discover()
+    read = re.compile(r"""os\.environ\[["']LLM_ARTIFACT_([A-Z0-9_]+)["']\]""")
+    seen = 0
+    for slug, art in real.articles.items():
+        trained = set(art.artifacts)
+        for name in art.artifacts:
+            trained |= {a.name for a in artifacts.upstream(declared[name])}
+        env_names = {declared[name].env.removeprefix("LLM_ARTIFACT_"): name for name in trained}
+        for chosen in select.tests_for(real, slug):
+            for env in read.findall(chosen.path.read_text(encoding="utf-8")):
+                assert env in env_names, (slug, chosen.path.name, f"LLM_ARTIFACT_{env}")
+                seen += 1
+    assert seen >= 5  # the claims tests of the LoRA, evaluation, DPO and GRPO articles
+
+
 def test_each_claims_test_runs_in_the_lane_of_the_article_it_names_and_no_other(real: graph.SiteGraph) -> None:
     files = sorted((ROOT / "tests" / "figures").glob("test_*_claims.py"))
     assert len(files) >= 8
