@@ -64,12 +64,15 @@ from llmsite import atomic
 from llmsite.content import snippets
 from llmsite.figures.registry import FIGURES_DIR
 from llmsite.labs.sources import LABS_DIR
+from llmsite.paths import CACHE
 from llmsite.problems import Problem
 
 if TYPE_CHECKING:
     from llmsite.content.catalog import Author
     from llmsite.content.checks import Context
     from llmsite.content.model import Article
+
+MEMO_DIR = CACHE / "content"  # where every builder keeps the articles' checks of its previous build
 
 
 @dataclass(frozen=True)

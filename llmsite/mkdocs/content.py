@@ -6,7 +6,7 @@
   the body checks of ``llmsite.content.checks``); a problem stops the build with ``file:line``
   messages, the same ones ``python -m llmsite check`` prints (under serve: the banner, ``banner.py``).
 - ``link_neighbours``: previous / next follow the route, not the file order.
-- ``page_values``: the article's values for the templates (plain strings, numbers, lists), and the
+- ``page_values``: the article's values for the templates (``content/pages.py``, shared with Zensical), and the
   page's title and description as HTML-escaped text (``Markup``): MkDocs templates do not autoescape
   and Material prints both raw (header, sidebar, footer, ``<meta name="description">``, search).
 """
@@ -18,12 +18,11 @@ from typing import Any
 
 from markupsafe import Markup, escape
 from mkdocs.exceptions import PluginError
-from mkdocs.utils import get_relative_url
 
-from llmsite.content import render
-from llmsite.content.articles import ARTICLES_DIR, Article, Site, load_site
+from llmsite.content.articles import ARTICLES_DIR, Site, load_site
 from llmsite.content.catalog import ROUTE_PAGE, load_route, route_section
 from llmsite.content.memo import ArticleMemo
+from llmsite.content.pages import template_values
 from llmsite.problems import ContentError
 
 
@@ -61,31 +60,6 @@ def link_neighbours(site: Site, nav: Any) -> None:
         nxt = site.articles.get(article.next or "")
         page.previous_page = pages.get(prev.src_uri) if prev else None
         page.next_page = pages.get(nxt.src_uri) if nxt else None
-
-
-def article_url(article: Article) -> str:
-    """An article's URL with directory URLs (``articles/<slug>/``), as both builders give it."""
-    return f"{ARTICLES_DIR}/{article.slug}/"
-
-
-def template_values(article: Article, page_url: str, following: Article | None = None) -> dict[str, Any]:
-    """What the templates may read about an article: plain values, already escaped where they are HTML.
-    ``following`` is the next article of the route (the end of the article links to it)."""
-    avatar = get_relative_url(article.author.avatar, page_url) if article.author.avatar else ""
-    after = None
-    if following is not None:
-        after = {"url": get_relative_url(article_url(following), page_url), "title": str(escape(following.title))}
-    return {
-        "slug": article.slug,  # docs/articles/<slug>.md: checked to be [a-z0-9-]
-        "title": str(escape(article.title)),
-        "next": after,
-        "description": str(escape(article.description)),
-        "date": article.date.isoformat(),
-        "author": str(escape(article.author.name)),
-        "tags": [str(escape(tag)) for tag in article.tags],
-        "comments": article.comments,
-        "meta_html": render.meta_line(article, avatar_href=avatar),
-    }
 
 
 def page_values(site: Site, page: Any) -> None:

@@ -17,28 +17,28 @@ from urllib.parse import urlsplit
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 
-from llmsite import minify, offline, paths, presettle, stylesheets
+from llmsite import csp, minify, offline, paths, presettle, stylesheets
 from llmsite.cache import deps
+from llmsite.content import feed
 from llmsite.content.articles import Site, body_with_snippets
-from llmsite.content.memo import ArticleMemo
+from llmsite.content.dates import RevisionDates
+from llmsite.content.memo import MEMO_DIR, ArticleMemo
 from llmsite.extension import Adapter, Features, SiteExtension
 from llmsite.features.exercises import Exercises
 from llmsite.features.figures import Figures
 from llmsite.features.labs import Labs
 from llmsite.features.listings import Listings
 from llmsite.features.playground import Playground
-from llmsite.mkdocs import content, csp, feed, formulas, search_index
+from llmsite.mkdocs import content, formulas, search_index
 from llmsite.mkdocs import files as generated_files
 from llmsite.mkdocs.banner import Banner, is_warning
 from llmsite.mkdocs.config import SiteConfig
-from llmsite.mkdocs.dates import RevisionDates
 from llmsite.mkdocs.vendor import check_katex
 from llmsite.problems import BuildStop
 
 log = logging.getLogger("mkdocs.plugins.llmsite")
-MEMO_DIR = paths.CACHE / "content"  # the articles' checks from the previous build (llmsite.content.memo)
 SEARCH_MEMO = paths.CACHE / "search"  # the rewritten search index, by the digest of Material's (search_index)
-CSP_HASHES = paths.CACHE / "csp" / "hashes.json"  # the inline scripts the previous build found (llmsite.mkdocs.csp)
+CSP_HASHES = paths.CACHE / "csp" / "hashes.json"  # the inline scripts the previous build found (llmsite.csp)
 
 
 class SitePlugin(BasePlugin[SiteConfig]):

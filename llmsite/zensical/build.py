@@ -18,10 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mkdocs.exceptions import PluginError
-
 from llmsite import paths
-from llmsite.problems import ContentError
+from llmsite.problems import BuildStop, ContentError
 from llmsite.zensical import config, finish, stage, state
 
 SITE = paths.ROOT / "site-zensical"
@@ -37,7 +35,7 @@ def _callback_error(text: str) -> str:
     when the type is ours (llmsite's messages name the file and line themselves)."""
     first = text.strip().splitlines()[0] if text.strip() else "Zensical 没有说明原因"
     first = first.removeprefix("Python error: ")
-    for ours in ("PluginError: ", "ContentError: ", "ExportError: "):
+    for ours in ("BuildStop: ", "ContentError: ", "ExportError: "):
         if first.startswith(ours):
             return first[len(ours):]
     return first
@@ -108,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             serve(args.dev_addr, args.stage.resolve())
             return 0
         times = build(args.out.resolve(), args.stage.resolve())
-    except (ContentError, PluginError, config.ConfigError, BuildError) as exc:
+    except (ContentError, BuildStop, config.ConfigError, BuildError) as exc:
         print(f"Zensical 构建停止：\n{exc}", file=sys.stderr)
         return 1
     steps = "，".join(f"{name} {seconds:.1f} s" for name, seconds in times.items())

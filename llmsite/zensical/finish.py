@@ -1,6 +1,6 @@
 """After Zensical: the built pages finished the way the MkDocs adapter finishes its own.
 
-- the Atom feed (``llmsite.mkdocs.feed``);
+- the Atom feed (``llmsite.content.feed``);
 - every page in one read and one write (``pages``):
   - its formulas: arithmatex spans become KaTeX's HTML (``llmsite.tex``; a formula KaTeX rejects stops the
     build with the author's ``docs/...md:line``). Zensical's search index is written before this, from the pages'
@@ -10,7 +10,7 @@
     labs included;
   - what the MkDocs adapter does in ``on_post_page``: one stylesheet (``llmsite.stylesheets``), the early palette
     script (``llmsite.presettle``), the Content-Security-Policy with the hashes of every inline script of the site
-    (``llmsite.mkdocs.csp``);
+    (``llmsite.csp``);
 - then the site, as in ``on_post_build``: the policy corrected where the guess was wrong, the site's own scripts
   and styles minified, the bundled stylesheet and the offline list written;
 - the site moved to ``site-zensical/`` in one rename (the previous one stays whole until then).
@@ -28,11 +28,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from markupsafe import escape
-from mkdocs.utils import get_relative_url
 
-from llmsite import atomic, minify, offline, paths, presettle, stylesheets, tex
-from llmsite.mkdocs import csp, feed
-from llmsite.mkdocs.content import article_url
+from llmsite import atomic, csp, minify, offline, paths, presettle, stylesheets, tex
+from llmsite.content import feed
+from llmsite.content.pages import article_url
+from llmsite.features.files import relative_url
 from llmsite.problems import ContentError, Problem
 from llmsite.zensical.state import State
 
@@ -91,7 +91,7 @@ def _neighbours(html: str, article: Any, state: State) -> str:
     here = article_url(article)
 
     def href(other: Any) -> str:
-        return str(escape(get_relative_url(article_url(other), here)))
+        return str(escape(relative_url(article_url(other), here)))
 
     head = "".join(f'<link rel="{rel}" href="{href(other)}">\n' for rel, other in want.items() if other)
     html = _HEAD_NEIGHBOUR.sub("", html)

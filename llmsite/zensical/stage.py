@@ -1,7 +1,7 @@
 """The staged tree Zensical builds from: ``.zensical/`` (its project root, git-ignored).
 
 - ``docs/``: a copy of the authors' ``docs/`` (they are never edited), each article's front matter with the
-  template values the MkDocs adapter sets on ``page.meta`` (``llmsite.mkdocs.content.template_values``), and the
+  template values the MkDocs adapter sets on ``page.meta`` (``llmsite.content.pages.template_values``), and the
   generated files: listing pages, figures and their data, lab pages and notebooks, playground models. A lab
   page is ``labs/<name>.md`` here (Zensical renders Markdown pages only); the extension fills it.
 - ``overrides/``: the theme's overrides less the partials written for Material's own components (``MATERIAL_ONLY``).
@@ -21,9 +21,9 @@ from markupsafe import escape
 
 from llmsite import atomic, paths
 from llmsite.content import frontmatter
+from llmsite.content.dates import RevisionDates
+from llmsite.content.pages import template_values
 from llmsite.content.render import url_for
-from llmsite.mkdocs.content import template_values
-from llmsite.mkdocs.dates import RevisionDates
 from llmsite.zensical import config
 from llmsite.zensical.state import State
 
@@ -74,7 +74,7 @@ def write(state: State, stage: Path = STAGE) -> Path:
             continue
         meta = dict(fm.meta)
         if date:
-            meta["revision_date"] = date  # the theme's 「最后更新」, as llmsite.mkdocs.dates gives it
+            meta["revision_date"] = date  # the theme's 「最后更新」, as llmsite.content.dates gives it
         if article is not None:
             following = state.site.articles.get(article.next or "")
             meta["article"] = template_values(article, url_for(uri), following)

@@ -12,16 +12,15 @@ from typing import Any
 
 from llmsite import paths
 from llmsite.cache import deps
-from llmsite.content.articles import Site
-from llmsite.content.memo import ArticleMemo
+from llmsite.content.articles import Site, load_site
+from llmsite.content.memo import MEMO_DIR, ArticleMemo
 from llmsite.features.exercises import Exercises
 from llmsite.features.figures import Figures
 from llmsite.features.files import Generated, url_of
 from llmsite.features.labs import Labs
 from llmsite.features.listings import Listings
-from llmsite.mkdocs import content
 from llmsite.mkdocs.config import SiteConfig
-from llmsite.mkdocs.plugin import MEMO_DIR
+from llmsite.problems import ContentError
 
 
 @dataclass
@@ -68,7 +67,9 @@ def compute(options: SiteConfig, repo_url: str | None = None) -> State:
     from llmsite.features.playground import Playground
 
     memo = ArticleMemo.restore(MEMO_DIR)
-    site = content.load(paths.ROOT, serving=False, memo=memo)
+    site = load_site(root=paths.ROOT, memo=memo)
+    if site.problems:
+        raise ContentError(site.problems)
     if memo.misses:
         memo.store(MEMO_DIR)
     listings = Listings(site, options.articles_per_page, options.latest_on_home, options.pdf)

@@ -206,6 +206,37 @@ def test_no_module_of_llmsite_imports_a_higher_floor(edges: list[Edge]) -> None:
     assert upward(edges) == []
 
 
+# The builder-independent parts (ARCHITECTURE.md: "不导入 MkDocs"), and the one thing the Zensical adapter takes from
+# the MkDocs one: the plugin options' schema, so both read the same mkdocs.yml options with the same checks.
+NO_BUILDER = ("features", "content", "figures", "exercises", "labs", "playground", "artifacts", "extension", "cache",
+              "csp", "lane")
+ZENSICAL_FROM_MKDOCS = frozenset({"llmsite.mkdocs.config"})
+
+
+def _external_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+             for alias in node.names}
+    found |= {node.module.split(".")[0] for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    return found
+
+
+def test_the_builder_independent_parts_import_no_builder() -> None:
+    for name, path in modules(PACKAGE).items():
+        if name.split(".")[1:2] and name.split(".")[1] in NO_BUILDER:
+            builders = _external_imports(path) & {"mkdocs", "material", "properdocs", "zensical"}
+            assert not builders, f"{path.relative_to(ROOT)} 导入了 {sorted(builders)}"
+
+
+def test_the_two_adapters_stand_side_by_side(edges: list[Edge]) -> None:
+    across = [e for e in edges if e.source.startswith("llmsite.mkdocs") and e.target.startswith("llmsite.zensical")]
+    assert across == [], "MkDocs 的适配层不导入 Zensical 的"
+    taken = {e.target for e in edges
+             if e.source.startswith("llmsite.zensical") and e.target.startswith("llmsite.mkdocs")}
+    assert taken == ZENSICAL_FROM_MKDOCS, f"Zensical 的适配层只从 MkDocs 的拿插件选项的定义，现在拿了 {sorted(taken)}"
+
+
 # ------------------------------------------------------------------------------------------------ the reader itself
 
 

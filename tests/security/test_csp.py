@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from llmsite import atomic
+from llmsite import atomic, csp
 from llmsite.content.catalog import load_route
-from llmsite.mkdocs import csp
 from tests.conftest import BuiltSite, guard_timeouts, lane_pages
 
 CSP = re.compile(r'<meta http-equiv="Content-Security-Policy" content="(?P<policy>[^"]+)">')
@@ -90,7 +89,7 @@ def test_no_page_violates_the_policy(any_site: BuiltSite, browser) -> None:
         context.close()
 
 
-# ---------------------------------------------------------------- the guessed policy (llmsite.mkdocs.csp.Policy)
+# ---------------------------------------------------------------- the guessed policy (llmsite.csp.Policy)
 
 PAGES = {
     "index.html": '<html><head><meta charset="utf-8"><script>var a = 1;</script></head><body>首页</body></html>',

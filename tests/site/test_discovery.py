@@ -60,7 +60,7 @@ def test_git_dates_fall_back_without_git(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text("x", encoding="utf-8")
     assert last_commit_dates(tmp_path, "docs") == {}  # no history yet
-    from llmsite.mkdocs.dates import RevisionDates
+    from llmsite.content.dates import RevisionDates
 
     dates = RevisionDates(tmp_path / "docs")
     assert dates.dates == {}

@@ -121,7 +121,7 @@ def test_a_wrong_plugin_option_stops_the_build_naming_it(options, named):
 
 
 @pytest.mark.parametrize(("reported", "shown"), [
-    ("Python error: PluginError: docs/articles/x.md: 引用了没有声明的图 y\nTraceback (most recent call last):\n  ...",
+    ("Python error: BuildStop: docs/articles/x.md: 引用了没有声明的图 y\nTraceback (most recent call last):\n  ...",
      "docs/articles/x.md: 引用了没有声明的图 y"),
     ("Python error: KeyError: 'html'\nTraceback ...", "KeyError: 'html'"),
     ("could not render include: error in \"partials/x.html\"", "could not render include: error in \"partials/x.html\""),
@@ -136,3 +136,17 @@ def test_without_zensical_installed_the_build_says_what_to_do(monkeypatch, capsy
     assert build.main([]) == 1
     err = capsys.readouterr().err
     assert "没有装 Zensical" in err and "make setup" in err and "Traceback" not in err
+
+
+def test_a_feature_that_stops_before_zensical_runs_ends_the_build_in_one_message(monkeypatch, capsys):
+    """A figure, lab or model that fails while the build prepares (``plan()``, before Zensical starts) raises
+    ``BuildStop``, as it does under MkDocs: the command says why and exits 1, without a traceback."""
+    from llmsite.problems import BuildStop
+
+    def stop(*args, **kwargs):
+        raise BuildStop("生成文章插图失败：\ncode/figures/x.py:12: ZeroDivisionError")
+
+    monkeypatch.setattr(build, "build", stop)
+    assert build.main([]) == 1
+    err = capsys.readouterr().err
+    assert "Zensical 构建停止" in err and "code/figures/x.py:12: ZeroDivisionError" in err and "Traceback" not in err
