@@ -463,8 +463,11 @@ def test_an_article_the_scaffold_just_made_passes_its_lane(tmp_path: Path, repo_
     made = subprocess.run([sys.executable, "-m", "llmsite", "new", *NEW], cwd=repo, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=120)
     assert made.returncode == 0, made.stderr
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LLM_TEST_"))}
-    env.update(LLM_SITE_CACHE=str(repo_cache), NO_MKDOCS_2_WARNING="1")
+    # From empty caches, as on a contributor's fresh clone: the lane's builds compute only this article's figures,
+    # answers and lab (features/stale.py), and no model is trained, since the article uses none.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LLM_TEST_", "LLM_ARTIFACT_"))}
+    empty = tmp_path / "empty-cache"
+    env.update(LLM_SITE_CACHE=str(empty), LLM_ARTIFACT_CACHE=str(empty / "artifacts"), NO_MKDOCS_2_WARNING="1")
     listed = subprocess.run([sys.executable, "-m", "llmsite", "lane", "lane-sample", "--list"], cwd=repo,
                             capture_output=True, text=True, encoding="utf-8", timeout=120, env=env)
     assert listed.returncode == 0, listed.stderr
@@ -494,6 +497,11 @@ def test_an_article_the_scaffold_just_made_passes_its_lane(tmp_path: Path, repo_
         assert f"{node} PASSED" in out, (node, out[-3000:])
     for other in ("test_ends_with_exercises_of_every_kind[decoding]", "test_every_number_is_asserted_or_exempt[grpo]"):
         assert other not in out, f"another article's test ran: {other}"
+    assert re.search(r"figures: 重新生成 [1-9]\d* 张图", out), out[-3000:]
+    trained = sorted(p.name for p in (empty / "artifacts").rglob("*.pt"))
+    assert trained == [], f"the lane of an article that uses no model trained {trained}"
+    drawn = {p.name for p in (empty / "figures").iterdir()}
+    assert drawn and all(name.startswith("lane-sample") for name in drawn), drawn
 
 
 def test_a_long_failure_message_keeps_its_first_and_last_lines_without_colours() -> None:

@@ -14,6 +14,8 @@ from urllib.parse import unquote, urljoin, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
+from tests.conftest import lane_build_env
+
 from .conftest import ROOT
 
 LABS = sorted(p.stem for p in (ROOT / "labs").glob("*.py") if not p.name.startswith("_"))
@@ -231,8 +233,9 @@ print("IMPORTED", sorted(name for name in heavy if name in sys.modules))
 @pytest.mark.slow
 def test_a_warm_build_reads_lab_pages_from_the_cache_without_the_notebook_libraries(built_site, tmp_path: Path):
     """After the session's build (cache warm), building again imports none of the notebook libraries, and
-    the lab pages come out the same: they are read from the cache, not rendered again."""
-    env = {**os.environ, "SITE_URL": built_site.base_url, "NO_MKDOCS_2_WARNING": "1"}
+    the lab pages come out the same: they are read from the cache, not rendered again. In a lane it builds what the
+    lane's build built (``lane_build_env``): unfocused, it would compute every other article's labs and models."""
+    env = {**os.environ, "SITE_URL": built_site.base_url, "NO_MKDOCS_2_WARNING": "1", **lane_build_env()}
     proc = subprocess.run([sys.executable, "-c", WARM_BUILD, str(tmp_path / "site")], cwd=ROOT, env=env,
                           capture_output=True, text=True, encoding="utf-8", timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
