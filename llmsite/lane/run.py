@@ -4,8 +4,9 @@
    would stop the build (``文件:行: 问题`` and how to fix it).
 2. pytest on the files ``select.tests_for`` chose, with ``--article <slug>`` so that ``tests/conftest.py`` keeps
    only the article's tests and pages. The strict build those tests share is the suite's (``built_site``): warm
-   from ``.cache/``, it only re-renders pages. At the end every failure is listed as ``文件:行`` with its message
-   and the command that reruns that test alone.
+   from ``.cache/``, it only re-renders pages; from an empty cache it computes only the articles' own figures,
+   answers, labs and models (``LLM_SITE_ONLY``, ``features/stale.py``). At the end every failure is listed as
+   ``文件:行`` with its message and the command that reruns that test alone.
 """
 
 from __future__ import annotations

@@ -279,7 +279,7 @@ def test_a_corrupted_weights_file_is_reported_and_the_page_keeps_working(page, s
         route.fulfill(status=200, body=bytes(body), headers={"Content-Type": "application/octet-stream"})
 
     page.route("**/playground/*.bin", corrupt)
-    open_article(page, site_server, press=False)
+    open_article(page, site_server, GPT, press=False)  # named: its interactive figures are that article's
     page.click(f"{BOX} .llm-pg__load")
     page.wait_for_selector(f"{BOX}[data-llm-pg-error=digest]")
     assert "SHA-256 和说明文件里记下的不一致" in page.inner_text(f"{BOX} .llm-pg__status")

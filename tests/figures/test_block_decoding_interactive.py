@@ -41,13 +41,11 @@ def figure_module(stem: str) -> ModuleType:
     return module
 
 
-FIGURE_OF = {"prenorm_gradient_data": "prenorm-gradient", "decoding_temperature_data": "decoding-temperature"}
-
-
-def page_data(site: Path, function: str) -> dict:
+def page_data(site: Path, figure: str) -> dict:
     """What the page fetches: the run's build wrote it (the data function's value through interactive.dump:
-    checked and rounded), so the 64-layer stacks are not run a second time here."""
-    return json.loads((site / "figures" / f"{FIGURE_OF[function]}.data.json").read_text(encoding="utf-8"))
+    checked and rounded), so the 64-layer stacks are not run a second time here. Each test names its figure, so an
+    article's lane keeps only the tests of its own figures (the lane's build draws only those)."""
+    return json.loads((site / "figures" / f"{figure}.data.json").read_text(encoding="utf-8"))
 
 
 def stats(view: dict) -> dict[str, float]:
@@ -71,7 +69,7 @@ def gradient(layout: str, n: int) -> float:
 
 
 def test_prenorm_gradient_views_are_recomputed(built_site: BuiltSite) -> None:
-    data = page_data(built_site.dir, "prenorm_gradient_data")
+    data = page_data(built_site.dir, "prenorm-gradient")
     assert data["controls"][0]["options"] == DEPTHS and data["controls"][0]["kind"] == "slider"
     pre1, std1 = gradient("pre", 1), final_std("pre", 1)
     assert data["reference"]["value"] == pytest.approx(pre1, abs=ROUNDING)
@@ -114,7 +112,7 @@ def kept_probs(temperature: float, top_p: bool) -> list[float]:
 
 
 def test_decoding_temperature_views_are_recomputed(built_site: BuiltSite) -> None:
-    data = page_data(built_site.dir, "decoding_temperature_data")
+    data = page_data(built_site.dir, "decoding-temperature")
     slider, truncation = data["controls"]
     temperatures = [float(t) for t in slider["options"]]
     assert {0.5, 1.0, 2.0} <= set(temperatures)  # the static figure's left panel
@@ -138,7 +136,7 @@ def test_decoding_temperature_views_are_recomputed(built_site: BuiltSite) -> Non
 def test_the_exercise_can_be_read_off_the_figure(built_site: BuiltSite) -> None:
     """At temperature 0.5 with top-p on, the first zero bar is the dropped word the exercise asks for, and the
     number of words left changes with the temperature (「看「能抽到的候选词」怎样随温度变多变少」)."""
-    data = page_data(built_site.dir, "decoding_temperature_data")
+    data = page_data(built_site.dir, "decoding-temperature")
     temperatures = [float(t) for t in data["controls"][0]["options"]]
     views = {(temperatures[v["at"][0]], v["at"][1]): v for v in data["views"]}
     values = views[(0.5, 1)]["values"]
