@@ -79,7 +79,9 @@ def test_no_page_violates_the_policy(any_site: BuiltSite, browser) -> None:
         with_labs = ", ".join(f"article a.llm-card__title[href$='articles/{slug}/']" for slug in _with_labs())
         pg.locator(with_labs).first.click()
         pg.wait_for_selector("article h1")
-        pg.wait_for_function("document.querySelectorAll('.katex').length > 0")  # math renders under the policy
+        # math renders under the policy. A function, not an expression: Playwright re-evaluates an expression with eval
+        # on each poll, which this very policy forbids (an EvalError whenever the first check comes too early)
+        pg.wait_for_function("() => document.querySelectorAll('.katex').length > 0")
         pg.locator(".md-nav__link[href*='labs/']").first.click()
         pg.wait_for_load_state("load")
         pg.wait_for_timeout(500)
