@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from llmsite.features.exercises import Exercises
+from llmsite.features.stale import Focus
 from llmsite.problems import BuildStop
 
 from .conftest import Copy
@@ -101,6 +102,8 @@ class StubFigures:
     answers: dict[str, object] = field(default_factory=dict)
     enabled: bool = True
     failed_answers: dict[str, str] = field(default_factory=dict)
+    skipped_answers: list[str] = field(default_factory=list)  # left out by a focused build (features/stale.py)
+    focus: Focus = field(default_factory=Focus)
     answer_specs: dict[str, Spec] = field(default_factory=lambda: {
         n: Spec("x.py") for n in ("causal-row3", "pick-one", "guess-one")})
     specs: dict[str, Spec] = field(default_factory=lambda: {"dk-explorer": Spec("x.py", "data")})
@@ -135,6 +138,14 @@ def test_under_serve_the_exercise_shows_the_problem_instead() -> None:
     assert "这个练习有错误" in out and "不是选项之一" in out and "data-llm-exercise" not in out
     out = expand(NUMBER, {}, serving=True, failed_answers={"causal-row3": "ZeroDivisionError <b>"})
     assert "练习答案 causal-row3 计算失败" in out and "ZeroDivisionError &lt;b&gt;" in out
+
+
+def test_an_answer_a_focused_build_left_out_is_noted_and_does_not_stop_it() -> None:
+    """The lane's build from an empty cache computes only its articles' answers: another article's exercise says so
+    in its place, under ``mkdocs build`` too (its answer is not wrong, only not computed)."""
+    out = expand(NUMBER, {}, skipped_answers=["causal-row3"], focus=Focus(frozenset({"decoding"})))
+    assert "llm-skipped" in out and "练习 1 的答案 causal-row3" in out and "decoding" in out
+    assert "data-llm-exercise" not in out and "这个练习有错误" not in out
 
 
 def test_a_changed_answer_changes_the_page_inputs() -> None:
