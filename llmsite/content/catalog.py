@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -37,7 +38,12 @@ class RouteEntry:
     slug: str
     stage: int
     line: int
-    labs: list[str] = field(default_factory=list)
+    labs: list[str] = field(default_factory=list)  # as written: labs/<name>.ipynb
+
+    @property
+    def lab_names(self) -> tuple[str, ...]:
+        """The names of its labs (``labs/<name>.py`` in the repository)."""
+        return tuple(posixpath.splitext(posixpath.basename(entry))[0] for entry in self.labs)
 
 
 @dataclass

@@ -68,8 +68,7 @@ def _execute(names: list[str]) -> None:
 def _articles_of_labs() -> dict[str, str]:
     """{lab name: the article whose labs the route lists it under} (data/route.yml)."""
     route, _ = load_route()
-    return {posixpath.splitext(posixpath.basename(entry))[0]: item.slug
-            for item in route.entries for entry in item.labs}
+    return {name: item.slug for item in route.entries for name in item.lab_names}
 
 
 def _placeholder(title: str) -> str:

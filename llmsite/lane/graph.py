@@ -144,10 +144,6 @@ def _declared_data(module: Path) -> tuple[str, ...]:
     return ()
 
 
-def _lab_names(entries: list[str]) -> tuple[str, ...]:
-    return tuple(Path(entry).stem for entry in entries)
-
-
 def _model_modules(models: tuple[str, ...], declared: dict[str, artifacts.Artifact]) -> dict[Path, tuple[str, ...]]:
     """The ``code/`` files that train the page's playground models, each with the models it trains."""
     out: dict[Path, list[str]] = {}
@@ -157,18 +153,14 @@ def _model_modules(models: tuple[str, ...], declared: dict[str, artifacts.Artifa
     return {module: tuple(names) for module, names in out.items()}
 
 
-def _artifacts_used(figures: list[registry.FigureSpec], answers: list[registry.AnswerSpec], labs: list[Path],
-                    models: tuple[str, ...], code: Path) -> tuple[str, ...]:
-    """The artifacts these figures, answers and labs reach (definition level, as their cache keys), and the models."""
-    reached: set[tuple[Path, str]] = set()
-    for spec in figures:
-        reached |= definition_deps([(spec.module, f) for f in figure_cache.functions(spec)], code).roots
+def _artifacts_used(figures: list[registry.FigureSpec], answers: list[registry.AnswerSpec],
+                    labs: list[lab_pipeline.Lab], models: tuple[str, ...], code: Path) -> tuple[str, ...]:
+    """The artifacts these figures, answers and labs use (as their cache keys find them), and the models."""
+    used = [a for spec in figures for a in figure_cache.artifacts_used(spec, code)]
+    used += [a for lab in labs for a in lab_pipeline.uses_artifacts(lab, code)]
     for answer in answers:
-        reached |= definition_deps([(answer.module, answer.function)], code).roots
-    for lab in labs:
-        reached |= definition_deps([(lab, None)], code).roots
-    names = [a.name for a in artifacts.used_by(reached, code)]
-    return tuple(dict.fromkeys([*names, *models]))
+        used += artifacts.used_by(definition_deps([(answer.module, answer.function)], code).roots, code)
+    return tuple(dict.fromkeys([*(a.name for a in used), *models]))
 
 
 def load(root: Path = ROOT) -> SiteGraph:
@@ -179,7 +171,7 @@ def load(root: Path = ROOT) -> SiteGraph:
     figures = registry.discover(code)
     answers = registry.discover_answers(code)
     route, _ = load_route(root / "data" / "route.yml", root=root)
-    labs_of = {entry.slug: _lab_names(entry.labs) for entry in route.entries}
+    labs_of = {entry.slug: entry.lab_names for entry in route.entries}
     known_labs = lab_pipeline.discover(root / "labs")
     declared = artifacts.discover(code)
     out: dict[str, Article] = {}
@@ -224,7 +216,7 @@ def load(root: Path = ROOT) -> SiteGraph:
             include_lines=include_lines,
             model_modules=_model_modules(models, declared),
             artifacts=_artifacts_used([figures[n] for n in own_figures], [answers[n] for n in own_answers],
-                                      [known_labs[name].source for name in labs],
+                                      [known_labs[name] for name in labs],
                                       tuple(m for m in models if m in declared), code),
         )
     return SiteGraph(root, out)
