@@ -56,8 +56,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    依赖 {rel(path)}：{', '.join(names)}")
             print(f"    使用者：{'、'.join(_users(a)) or '（无）'}")
         return 0
+    stale = [item.artifact for item in items if not item.cached]
     try:
-        artifacts.run(items)
+        if len(stale) > 1 and not args.force:
+            # Several stale artifacts: each in its own process, in the order they depend on each other and side by side
+            # (as the build does), so one that reads another finds it cached instead of training it again inside.
+            artifacts.ensure(stale)
+        else:
+            artifacts.run(items)
     except Exception as exc:  # a failing training names the artifact and its function
         import traceback
 

@@ -320,3 +320,16 @@ def test_an_artifact_built_on_another_starts_after_it_and_reads_it(lab_repo: Lab
     assert computed(lab_repo) == 1, "lab-model computed once, not again inside lab-tuned's process"
     assert "微调 缓存 2108" in _outputs(lab_repo.notebooks()["lab_tuned_user"])
     assert out.index("[产物] lab-model") < out.index("[产物] lab-tuned"), out
+
+
+def test_the_artifacts_command_computes_each_stale_one_once_in_dependency_order(lab_repo: LabRepo) -> None:
+    """``python -m llmsite artifacts`` with several stale artifacts runs each in its own process once the ones it
+    reads are cached (as the build does): lab-tuned's process reads lab-model instead of computing it again inside
+    (it did, when the command computed them one after another in its own process)."""
+    add_artifact_lab(lab_repo)
+    lab_repo.write("code/lab_tuned.py", TUNED_MODULE)
+    out = lab_repo.run("--only", "lab-tuned", "--only", "lab-model", step="artifacts").stdout
+    assert computed(lab_repo) == 1, out
+    assert out.index("[产物] lab-model") < out.index("[产物] lab-tuned"), out
+    (tuned,) = (lab_repo.root / ".cache" / "artifacts" / "lab-tuned").glob("*/lab-tuned.pt")
+    assert tuned.read_text() == "缓存 2108"  # lab-tuned read lab-model from the cache
