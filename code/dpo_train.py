@@ -10,7 +10,7 @@
    用 code/preference.py 的 dpo_loss（或 ipo_loss）训练；
 5. 评估（evaluate_policy）：验证集的藏头（训练时没见过），温度 1 采样和贪心各写一遍，验证器检查句首、格式、押韵。
 
-结果是构建产物（BUILD_ARTIFACTS）：构建网站时每个种子各算一次（两个种子并排），合成 preference-dpo，图和测试读缓存。
+结果是一个构建产物（BUILD_ARTIFACTS）：构建网站时算一次，图和测试读缓存。
 参数不对时抛出 ValueError，检查的代码在文件末尾。
 """
 
@@ -443,77 +443,14 @@ def dpo_experiment(s: DPOSettings | None = None) -> dict[str, Any]:
     s = DPOSettings() if s is None else s
     check_settings(s)
     _, tok = capable_model(SEEDS[0])
-    return {"settings": s, "chars": tok.chars, "seeds": {seed: seed_result(seed, s) for seed in SEEDS}}
+    return {"settings": s, "chars": tok.chars,
+            "seeds": {seed: run_seed(seed, s, BETAS if seed == SEEDS[0] else ()) for seed in SEEDS}}
 # --8<-- [end:experiment]
 
 
-# 每个种子各是一个构建产物：构建网站时两个核各算一个种子（每个一个线程，和一个接一个算的结果逐位相同），
-# preference-dpo 再把它们合成一个文件
-PUBLISHED = DPOSettings()  # 文章里的设置：构建网站时按它算，缓存的也是它的结果
-
-
-def dpo_seed_0() -> dict[str, Any]:
-    return run_seed(0, PUBLISHED, BETAS)
-
-
-def dpo_seed_1() -> dict[str, Any]:
-    return run_seed(1, PUBLISHED)
-
-
-SEED_COMPUTE = {0: dpo_seed_0, 1: dpo_seed_1}
-
-
-def seed_result(seed: int, s: DPOSettings) -> dict[str, Any]:
-    """run_seed(seed, s, …)，β 的扫描只在第一个种子上做；s 是文章的设置时，构建网站缓存了的就直接读取。"""
-    check_run_args(seed, s, ())
-    if s != PUBLISHED:
-        return run_seed(seed, s, BETAS if seed == SEEDS[0] else ())
-    path = os.environ.get(f"LLM_ARTIFACT_DPO_SEED_{seed}")
-    if path and Path(path).is_file():
-        return load_seed(path)
-    return SEED_COMPUTE[seed]()
-
-
-BUILD_ARTIFACTS = {"preference-dpo": ("dpo_experiment", "save_dpo"),
-                   "dpo-seed-0": ("dpo_seed_0", "save_seed"),
-                   "dpo-seed-1": ("dpo_seed_1", "save_seed")}
+BUILD_ARTIFACTS = {"preference-dpo": ("dpo_experiment", "save_dpo")}
 DPO_ENV = "LLM_ARTIFACT_PREFERENCE_DPO"
 PAIR_TENSORS = ("prompt", "chosen", "rejected", "chosen_mask", "rejected_mask")
-
-
-def seed_record(run: dict[str, Any]) -> dict[str, Any]:
-    """一个种子的结果换成只有基本类型和张量的字典（dataclass 换成字典，不存用时）。"""
-    check_seed_run("run", run)
-    record = {k: v for k, v in run.items() if k != "cpu_seconds"}
-    record["pairs"] = asdict(run["pairs"])
-    record["reward_model"] = {**run["reward_model"], "history": asdict(run["reward_model"]["history"])}
-    record["runs"] = {name: {**r, "history": asdict(r["history"])} for name, r in run["runs"].items()}
-    return record
-
-
-def revive_seed(record: dict[str, Any]) -> dict[str, Any]:
-    """seed_record 的反方向：字典换回 Pairs、RewardHistory、DPOHistory。"""
-    record["pairs"] = Pairs(**record["pairs"])
-    record["reward_model"]["history"] = RewardHistory(**record["reward_model"]["history"])
-    for r in record["runs"].values():
-        r["history"] = DPOHistory(**r["history"])
-    return record
-
-
-def save_seed(path: str | Path, run: dict[str, Any]) -> None:
-    """存下 run_seed() 的一个种子（不存用时：同样的输入得到同样的文件）。"""
-    if not isinstance(path, (str, Path)):
-        raise ValueError(f"path 应是文件路径（str 或 pathlib.Path），收到 {type(path).__name__}")
-    torch.save(seed_record(run), path)
-
-
-def load_seed(path: str | Path) -> dict[str, Any]:
-    """读回 save_seed 存的文件。"""
-    if not isinstance(path, (str, Path)) or not Path(path).is_file():
-        raise ValueError(f"path 应是 save_seed 存下的文件，但找不到 {path!r}")
-    record = torch.load(path, weights_only=True)
-    check_seed_run(str(path), record)
-    return revive_seed(record)
 
 
 def save_dpo(path: str | Path, result: dict[str, Any]) -> None:
@@ -521,7 +458,13 @@ def save_dpo(path: str | Path, result: dict[str, Any]) -> None:
     check_result(result)
     if not isinstance(path, (str, Path)):
         raise ValueError(f"path 应是文件路径（str 或 pathlib.Path），收到 {type(path).__name__}")
-    seeds = {seed: seed_record(run) for seed, run in result["seeds"].items()}
+    seeds = {}
+    for seed, run in result["seeds"].items():
+        record = {k: v for k, v in run.items() if k != "cpu_seconds"}
+        record["pairs"] = asdict(run["pairs"])
+        record["reward_model"] = {**run["reward_model"], "history": asdict(run["reward_model"]["history"])}
+        record["runs"] = {name: {**r, "history": asdict(r["history"])} for name, r in run["runs"].items()}
+        seeds[seed] = record
     torch.save({"settings": asdict(result["settings"]), "chars": list(result["chars"]), "seeds": seeds}, path)
 
 
@@ -532,7 +475,11 @@ def load_dpo(path: str | Path) -> dict[str, Any]:
     if not Path(path).is_file():
         raise ValueError(f"path 应是 save_dpo 存下的文件，但找不到 {path}")
     data = torch.load(path, weights_only=True)
-    data["seeds"] = {seed: revive_seed(run) for seed, run in data["seeds"].items()}
+    for run in data["seeds"].values():
+        run["pairs"] = Pairs(**run["pairs"])
+        run["reward_model"]["history"] = RewardHistory(**run["reward_model"]["history"])
+        for r in run["runs"].values():
+            r["history"] = DPOHistory(**r["history"])
     data["settings"] = DPOSettings(**data["settings"])
     check_result(data)
     return data
@@ -684,13 +631,9 @@ def check_result(result: object) -> None:
     if not isinstance(seeds, dict) or not seeds:
         raise ValueError("result['seeds'] 应是「种子 → 结果」的非空字典")
     for seed, run in seeds.items():
-        check_seed_run(f"result['seeds'][{seed}]", run)
-
-
-def check_seed_run(what: str, run: object) -> None:
-    need = ("pairs", "before", "reward_model", "runs")
-    if not isinstance(run, dict) or any(k not in run for k in need):
-        raise ValueError(f"{what} 应是 run_seed() 的一个种子的结果，有 {'、'.join(need)}")
+        need = ("pairs", "before", "reward_model", "runs")
+        if not isinstance(run, dict) or any(k not in run for k in need):
+            raise ValueError(f"result['seeds'][{seed}] 应有 {'、'.join(need)}")
 
 
 if __name__ == "__main__":
@@ -701,8 +644,8 @@ if __name__ == "__main__":
     for seed, run in result["seeds"].items():
         p = run["pairs"]
         print(f"种子 {seed}：{p.n_prompts} 组藏头 → {len(p)} 个偏好对（{p.ties} 组同分丢掉），"
-              f"奖励模型在留出的 {run['n_held_pairs']} 对上排对 {run['reward_model']['held_accuracy']:.1%}"
-              + (f"；用时 {run['cpu_seconds']:.0f} CPU 秒" if "cpu_seconds" in run else "（读自缓存）"))
+              f"奖励模型在留出的 {run['n_held_pairs']} 对上排对 {run['reward_model']['held_accuracy']:.1%}；"
+              f"用时 {run['cpu_seconds']:.0f} CPU 秒")
         rows = {"SFT": run["before"], **{name: r["after"] for name, r in run["runs"].items()}}
         for name, ev in rows.items():
             smp, grd = ev["sampled"], ev["greedy"]

@@ -178,6 +178,8 @@ RUNS = {
 }
 # --8<-- [end:runs]
 STARTS = {"capable": "capable-0", "weak": "full"}  # 出发的模型在《评测》一文的比较里叫什么
+BUILD_ARTIFACTS = {"grpo-runs": ("grpo_runs", "save_grpo_runs")}
+GRPO_ENV = "LLM_ARTIFACT_GRPO_RUNS"
 
 
 def start_model(start: str) -> tuple[TinyTransformer, CharTokenizer]:
@@ -187,71 +189,20 @@ def start_model(start: str) -> tuple[TinyTransformer, CharTokenizer]:
     return capable_model(0) if start == "capable" else finetuned_model(finetuning(verbose=False), "full")
 
 
-def grpo_run(name: str) -> dict[str, Any]:
-    """RUNS 里的一次 GRPO：训练记录、在验证集藏头上的成绩（和《评测》一文同样的评估）、训练后的参数。"""
-    if name not in RUNS:
-        raise ValueError(f"name 应是 {'、'.join(RUNS)} 之一，收到 {name!r}")
-    start, s = RUNS[name]
-    model, tok = start_model(start)
-    train_heads, held, _ = held_out_heads(tok)
-    policy, history = train_grpo(model, tok, train_heads, s)
-    return {"start": start, "settings": asdict(s), "history": asdict(history),
-            "after": evaluate_model(policy, tok, held), "state": policy.state_dict()}
-
-
-# 每一次 GRPO 各是一个构建产物：构建网站时两个核各训练一次（每次一个线程，和一次接一次训练的结果逐位相同），
-# grpo-runs 再把四次的结果和出发时的成绩合成一个文件
-def run_capable_0() -> dict[str, Any]:
-    return grpo_run("capable-0")
-
-
-def run_capable_1() -> dict[str, Any]:
-    return grpo_run("capable-1")
-
-
-def run_weak() -> dict[str, Any]:
-    return grpo_run("weak")
-
-
-def run_form_only() -> dict[str, Any]:
-    return grpo_run("form-only")
-
-
-BUILD_ARTIFACTS = {"grpo-runs": ("grpo_runs", "save_grpo_runs"),
-                   "grpo-capable-0": ("run_capable_0", "save_run"),
-                   "grpo-capable-1": ("run_capable_1", "save_run"),
-                   "grpo-weak": ("run_weak", "save_run"),
-                   "grpo-form-only": ("run_form_only", "save_run")}
-GRPO_ENV = "LLM_ARTIFACT_GRPO_RUNS"
-RUN_COMPUTE = {"capable-0": run_capable_0, "capable-1": run_capable_1, "weak": run_weak, "form-only": run_form_only}
-
-
-def run_result(name: str) -> dict[str, Any]:
-    """一次 GRPO 的结果：构建网站时缓存了的（环境变量 LLM_ARTIFACT_GRPO_<名字>）就直接读取，没有就现场训练。"""
-    if name not in RUN_COMPUTE:
-        raise ValueError(f"name 应是 {'、'.join(RUN_COMPUTE)} 之一，收到 {name!r}")
-    path = os.environ.get("LLM_ARTIFACT_GRPO_" + name.upper().replace("-", "_"))
-    if path and Path(path).is_file():
-        run = revive_rates(torch.load(path, weights_only=True))
-        check_run(name, run)
-        return run
-    return RUN_COMPUTE[name]()
-
-
 def grpo_runs() -> dict[str, Any]:
-    """RUNS 里的每一次 GRPO（grpo_run），再加上出发时的成绩。
+    """RUNS 里的每一次 GRPO：训练记录、在验证集藏头上的成绩（和《评测》一文同样的评估）、训练后的参数。
 
     出发时的成绩直接取《评测》一文的比较结果（同一个模型、同一套评估），不再算一遍。"""
     before = model_comparison(verbose=False)
-    runs = {name: run_result(name) for name in RUNS}
+    runs: dict[str, Any] = {}
+    for name, (start, s) in RUNS.items():
+        model, tok = start_model(start)
+        train_heads, held, _ = held_out_heads(tok)
+        policy, history = train_grpo(model, tok, train_heads, s)
+        runs[name] = {"start": start, "settings": asdict(s), "history": asdict(history),
+                      "after": evaluate_model(policy, tok, held), "state": policy.state_dict()}
     return {"runs": runs, "before": {start: before["runs"][key] for start, key in STARTS.items()},
             "heads": before["heads"], "train_head_sets": before["train_head_sets"]}
-
-
-def save_run(path: str | Path, run: dict[str, Any]) -> None:
-    """存下 grpo_run() 的一次结果（成绩里的 Rate 存成整数对）。"""
-    check_run("run", run)
-    torch.save(plain_rates(run), path)
 
 
 def save_grpo_runs(path: str | Path, result: dict[str, Any]) -> None:
@@ -306,12 +257,8 @@ def check_runs_result(result: object) -> None:
     if not isinstance(runs, dict) or not runs:
         raise ValueError("result['runs'] 应是「名字 → 一次 GRPO 的结果」的非空字典")
     for name, run in runs.items():
-        check_run(f"result['runs'][{name!r}]", run)
-
-
-def check_run(what: str, run: object) -> None:
-    if not isinstance(run, dict) or any(key not in run for key in RUN_KEYS):
-        raise ValueError(f"{what} 应是 grpo_run() 的一次结果：一个含 {'、'.join(RUN_KEYS)} 的字典")
+        if not isinstance(run, dict) or any(key not in run for key in RUN_KEYS):
+            raise ValueError(f"result['runs'][{name!r}] 应含 {'、'.join(RUN_KEYS)}")
 
 
 def check_reward_kind(kind: object) -> None:

@@ -122,8 +122,7 @@ def test_its_consumers_wait_for_the_cached_artifact() -> None:
     from llmsite import artifacts
 
     found = artifacts.discover()
-    consumers = [name for name in ("model-comparison", "preference-dpo", "dpo-seed-0", "dpo-seed-1", "grpo-runs",
-                                   "grpo-capable-0", "grpo-capable-1", "grpo-form-only") if name in found]
+    consumers = [name for name in ("model-comparison", "preference-dpo", "grpo-runs") if name in found]
     assert "model-comparison" in consumers
     for name in consumers:
         assert "capable-sft" in [a.name for a in artifacts.upstream(found[name])], name

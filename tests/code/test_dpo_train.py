@@ -4,8 +4,6 @@
 - 奖励模型的损失就是 −log σ(r_好 − r_差)（这里逐项照公式用 math 算一遍）；
 - DPO 走一步，隐含奖励之差（好的对数概率比减差的）从 0 变成正的；
 - 同一个种子，偏好对、奖励模型、DPO 的结果逐位相同；存下再读回一样，两次存下的文件逐字节相同；
-- 每个种子各是一个构建产物：倒着一个个算、存下再读回合成的结果，和在一个进程里顺着算的每个值都相同（构建时两个核
-  并排算它们，靠的就是这一点）；
 - 输入不对时抛出 ValueError。
 这里的模型是随机初始化的唐诗 GPT（不读构建产物），偏好对用语料里的诗手工拼成；训练好的模型上的数由文章的论断测试核对。
 """
@@ -47,8 +45,6 @@ from evaluation import Samples, sample_poems
 from gpt_from_scratch import MIN_COUNT, load_poems, poem_config, split_poems
 from tiny_transformer import TinyTransformer
 from tokenizer import CharTokenizer
-
-from .same_values import assert_same_values
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
@@ -407,55 +403,6 @@ def test_same_inputs_same_file_bytes(monkeypatch, tmp_path) -> None:
     assert (tmp_path / "a" / "dpo.pt").read_bytes() == (tmp_path / "b" / "dpo.pt").read_bytes()
 
 
-def seed_env(seed: int) -> str:
-    from llmsite import artifacts
-
-    return artifacts.discover()[f"dpo-seed-{seed}"].env
-
-
-def test_each_seed_is_an_artifact_and_the_whole_waits_for_them() -> None:
-    from llmsite import artifacts
-
-    found = artifacts.discover()
-    assert set(dpo_train.SEED_COMPUTE) == set(dpo_train.SEEDS)
-    upstream = {a.name for a in artifacts.upstream(found["preference-dpo"])}
-    assert {f"dpo-seed-{seed}" for seed in dpo_train.SEEDS} <= upstream
-    assert DPOSettings() == dpo_train.PUBLISHED  # 构建时算的就是文章的设置
-
-
-def test_seeds_read_back_from_their_parts_equal_one_process(monkeypatch, tmp_path) -> None:
-    for seed in dpo_train.SEEDS:
-        monkeypatch.delenv(seed_env(seed), raising=False)
-    monkeypatch.setattr(dpo_train, "PUBLISHED", TINY)  # 小设置当作「文章的设置」：走读缓存的那条路
-    for folder in ("parts", "one", "split"):
-        (tmp_path / folder).mkdir()
-    poems = usable_poems()
-    monkeypatch.setattr(dpo_train, "capable_model", lambda seed: (random_gpt(seed), tok()))
-    monkeypatch.setattr(dpo_train, "poem_lists", lambda: (poems[:40], poems[40:43]))
-    monkeypatch.setattr(dpo_train, "build_pairs", lambda *args: hand_pairs(10))
-    monkeypatch.setattr(dpo_train, "BETAS", (0.1, 0.5))
-    for seed in reversed(dpo_train.SEEDS):  # 倒着算：一个种子不依赖前一个
-        dpo_train.save_seed(tmp_path / "parts" / f"dpo-seed-{seed}.pt", dpo_train.SEED_COMPUTE[seed]())
-    save_dpo(tmp_path / "one" / "preference-dpo.pt", dpo_experiment(TINY))  # 一个进程顺着算
-    for seed in dpo_train.SEEDS:
-        monkeypatch.setenv(seed_env(seed), str(tmp_path / "parts" / f"dpo-seed-{seed}.pt"))
-    monkeypatch.setattr(dpo_train, "run_seed", lambda *args: pytest.fail("读得到缓存时不该再算"))
-    save_dpo(tmp_path / "split" / "preference-dpo.pt", dpo_experiment(TINY))
-    one, split = (load_dpo(tmp_path / d / "preference-dpo.pt") for d in ("one", "split"))
-    assert_same_values(one, split)
-    assert "cpu_seconds" not in dpo_train.load_seed(tmp_path / "parts" / "dpo-seed-0.pt")
-
-
-def test_other_settings_never_read_the_cached_seeds(monkeypatch, tmp_path) -> None:
-    torch.save({"pairs": {}}, tmp_path / "bad.pt")
-    monkeypatch.setenv(seed_env(0), str(tmp_path / "bad.pt"))
-    calls = []
-    monkeypatch.setattr(dpo_train, "run_seed", lambda seed, s, betas: calls.append((seed, s, tuple(betas))) or {})
-    assert dpo_train.seed_result(0, TINY) == {} and calls == [(0, TINY, dpo_train.BETAS)]
-    with pytest.raises(ValueError, match="run_seed"):  # 文章的设置：读缓存，文件不对时说清楚
-        dpo_train.seed_result(0, DPOSettings())
-
-
 # --------------------------------------------------------------------------- bad input
 
 
@@ -548,7 +495,7 @@ def empty_pairs() -> Pairs:
     (lambda: save_dpo("x.pt", {"settings": TINY}), r"缺少 \['chars', 'seeds'\]"),
     (lambda: save_dpo("x.pt", {"settings": "s", "chars": [], "seeds": {}}), "result\\['settings'\\] 应为 DPOSettings"),
     (lambda: save_dpo("x.pt", {"settings": TINY, "chars": [], "seeds": {}}), "非空字典"),
-    (lambda: save_dpo("x.pt", {"settings": TINY, "chars": [], "seeds": {0: {}}}), r"\[0\] 应是 run_seed"),
+    (lambda: save_dpo("x.pt", {"settings": TINY, "chars": [], "seeds": {0: {}}}), r"result\['seeds'\]\[0\] 应有"),
     (lambda: load_dpo(123), "path 应是文件路径"),
     (lambda: load_dpo("/nonexistent/dpo.pt"), "找不到"),
 ])

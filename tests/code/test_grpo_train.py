@@ -5,8 +5,6 @@
 - token_log_probs 等于逐个位置用 softmax 手算的对数概率；
 - 每批只走一步时，GRPO 损失的梯度等于 REINFORCE 加组内基线的梯度再加 KL 项（文件开头的说法）；
 - 训练：同一个种子逐位相同，出发的模型（参考模型）不被改动，历史每步一条；
-- 四次训练各是一个构建产物：倒着一次次算、存下再读回合成的结果，和在一个进程里顺着算的每个值都相同（构建时两个核
-  并排算它们，靠的就是这一点：一次训练不受前一次留下的随机数状态影响）；
 - 输入不对时抛出 ValueError。
 模型是随机初始化的小模型（不读构建产物）；训练好的模型上的数由文章的论断测试核对。
 """
@@ -17,18 +15,14 @@ import math
 from dataclasses import replace
 from functools import cache
 
-import grpo_train
 import pytest
 import torch
 from acrostic import acrostic_prompt, build_sft_data
-from evaluation import evaluate_model
 from grpo import group_advantages, grpo_loss
 from grpo_train import GRPOSettings, reward, rollout, token_log_probs, train_grpo
 from lora_train import SFTSettings, finetune
 from tiny_transformer import TinyConfig, TinyTransformer
 from tokenizer import CharTokenizer
-
-from .same_values import assert_same_values
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
@@ -169,70 +163,6 @@ def test_a_different_seed_gives_a_different_run() -> None:
     assert any(not torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in a.state_dict())
 
 
-HELD = ["冬秋夏春", "秋冬春夏"]
-
-
-def tiny_runs(monkeypatch) -> None:
-    """grpo_runs 的全部，只是出发的模型换成 sft_tiny、每次只训练 2 步、藏头取小词表里的几组、出发时的成绩现算。"""
-    monkeypatch.setattr(grpo_train, "start_model", lambda start: sft_tiny())
-    train_heads = ["春夏秋冬", "夏春冬秋", "春秋夏冬"]
-    monkeypatch.setattr(grpo_train, "held_out_heads", lambda tok: (train_heads, HELD, [False] * len(HELD)))
-    monkeypatch.setattr(grpo_train, "RUNS", {name: (start, replace(s, steps=2, prompts=2, group=4))
-                                             for name, (start, s) in grpo_train.RUNS.items()})
-    model, tok = sft_tiny()
-    before = evaluate_model(model, tok, HELD)
-    monkeypatch.setattr(grpo_train, "model_comparison", lambda verbose=True: {
-        "runs": {"capable-0": before, "full": before}, "heads": HELD, "train_head_sets": 3})
-    for name in grpo_train.RUN_COMPUTE:
-        monkeypatch.delenv(part_env(name), raising=False)
-
-
-def part_env(name: str) -> str:
-    from llmsite import artifacts
-
-    return artifacts.discover()[f"grpo-{name}"].env
-
-
-def test_each_run_is_an_artifact_and_the_whole_waits_for_them() -> None:
-    """grpo-runs 的上游是四次训练和《评测》的比较；四次训练不等那次比较，构建时和它并排算。"""
-    from llmsite import artifacts
-
-    found = artifacts.discover()
-    assert set(grpo_train.RUN_COMPUTE) == set(grpo_train.RUNS)
-    parts = {f"grpo-{name}" for name in grpo_train.RUNS}
-    assert parts | {"model-comparison"} <= {a.name for a in artifacts.upstream(found["grpo-runs"])}
-    for name in parts:
-        assert found[name].compute == "run_" + name.removeprefix("grpo-").replace("-", "_")
-        assert "model-comparison" not in {a.name for a in artifacts.upstream(found[name])}, name
-
-
-def test_runs_read_back_from_their_parts_equal_one_process(monkeypatch, tmp_path) -> None:
-    tiny_runs(monkeypatch)
-    for folder in ("parts", "one", "split"):
-        (tmp_path / folder).mkdir()
-    for name in reversed(list(grpo_train.RUNS)):  # 倒着算：一次训练不依赖前一次
-        path = tmp_path / "parts" / f"grpo-{name}.pt"
-        grpo_train.save_run(path, grpo_train.RUN_COMPUTE[name]())
-    grpo_train.save_grpo_runs(tmp_path / "one" / "grpo-runs.pt", grpo_train.grpo_runs())  # 一个进程顺着算
-    for name in grpo_train.RUNS:
-        monkeypatch.setenv(part_env(name), str(tmp_path / "parts" / f"grpo-{name}.pt"))
-    monkeypatch.setattr(grpo_train, "grpo_run", lambda name: pytest.fail("读得到缓存时不该再训练"))
-    split = grpo_train.grpo_runs()
-    grpo_train.save_grpo_runs(tmp_path / "split" / "grpo-runs.pt", split)
-    one, again = (grpo_train.load_grpo_runs(tmp_path / d / "grpo-runs.pt") for d in ("one", "split"))
-    assert_same_values(one, again)
-    assert set(one["runs"]) == set(grpo_train.RUNS)
-    model, _ = grpo_train.policy_model(split, "weak")
-    assert torch.equal(model.unembed.weight, split["runs"]["weak"]["state"]["unembed.weight"])
-
-
-def test_a_part_that_is_not_a_run_is_refused(monkeypatch, tmp_path) -> None:
-    torch.save({"start": "capable"}, tmp_path / "bad.pt")
-    monkeypatch.setenv(part_env("weak"), str(tmp_path / "bad.pt"))
-    with pytest.raises(ValueError, match="grpo_run"):
-        grpo_train.run_result("weak")
-
-
 MODEL, TOK = tiny()
 GOOD = GRPOSettings(steps=1, prompts=1, group=2)
 
@@ -261,9 +191,6 @@ GOOD = GRPOSettings(steps=1, prompts=1, group=2)
     (lambda: train_grpo(MODEL, TOK, ["春夏秋冬"], replace(GOOD, lr=float("nan"))), "lr"),
     (lambda: train_grpo(MODEL, TOK, ["春夏秋冬"], replace(GOOD, reward="length")), "奖励的写法"),
     (lambda: train_grpo(MODEL, TOK, ["春夏秋冬"], replace(GOOD, per_sequence=1)), "per_sequence"),
-    (lambda: grpo_train.grpo_run("strong"), "name 应是 capable-0"),
-    (lambda: grpo_train.run_result("strong"), "name 应是 capable-0"),
-    (lambda: grpo_train.save_run("x.pt", {"start": "weak"}), "grpo_run"),
 ])
 def test_bad_input_gets_a_clear_error(call, message: str) -> None:
     with pytest.raises(ValueError, match=message):
