@@ -281,3 +281,15 @@ def exercise_answer(name: str, *, data: Sequence[str] = ()) -> Callable[..., Any
         return fn
 
     return mark
+
+
+def article_values(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """声明文章里写的、由训练或评估算出的数：函数不带参数，返回 {名字: 文中显示的文字}。
+
+    文章里在数该出现的地方写 {{ value:名字 }}（正文、表格、图注里都行），构建时换成这个函数这次算出的文字，
+    所以页面上的数总是这台机器、这次构建算出来的，不会和图、练习对不上。文字自己决定保留几位，例如 f"{x:.1f}"；
+    单位（%、个百分点）写在文章里。每个 code/figures/<文章 slug 把 - 换成 _>.py 至多一个这样的函数；
+    构建像对待练习答案一样只读语法树找到它，按它用到的定义和构建产物缓存结果。
+    """
+    fn.article_values = True  # type: ignore[attr-defined]
+    return fn

@@ -18,7 +18,7 @@ import math
 from functools import cache
 
 from evaluation import KS, MODEL_LABELS, model_comparison, pass_at_k
-from figkit import exercise_answer, figure, figure_data, new_figure, plain_log_axis
+from figkit import article_values, exercise_answer, figure, figure_data, new_figure, plain_log_axis
 from verifiers import wilson_interval
 
 ORDER = ("base", "lora-1", "lora-4", "lora-8", "full", "capable-0", "capable-1")  # 图里从上到下
@@ -145,6 +145,66 @@ def capable_pass8_vs_pass1():
     run = result()["runs"]["capable-0"]
     ratio = run["pass_at_k"][8] / run["pass_at_k"][1]
     return PASS_OPTIONS[0] if ratio < 2 else PASS_OPTIONS[1] if ratio < 4 else PASS_OPTIONS[2]
+
+
+# ---------- 文中写的数：构建时算出，放进文章里 {{ value:名字 }} 的地方 ----------
+
+
+def pct(r, digits: int = 1) -> str:
+    return f"{100 * r:.{digits}f}"
+
+
+def capable_loss() -> float:
+    """500 步微调的两个种子，在验证集全部样本上的 SFT 损失的平均。"""
+    from capable_sft import SEEDS, capable_model
+    from lora_train import build_sft_data, held_out_sft_loss, poem_lists
+
+    losses = []
+    for seed in SEEDS:
+        model, tok = capable_model(seed)
+        losses.append(held_out_sft_loss(model, build_sft_data(poem_lists()[1], tok)))
+    return sum(losses) / len(losses)
+
+
+def variant_split(name: str) -> tuple[float, float]:
+    """句首命中率：在训练集里有异文的那些藏头上，和在其余藏头上。"""
+    from acrostic import head_hits
+
+    r = result()
+    hit, total = {True: 0, False: 0}, {True: 0, False: 0}
+    for heads, poems, variant in zip(r["heads"], r["runs"][name]["poems"], r["variant"], strict=True):
+        hit[variant] += sum(head_hits(heads, p) for p in poems)
+        total[variant] += 4 * len(poems)
+    return hit[True] / total[True], hit[False] / total[False]
+
+
+@article_values
+def stated_values() -> dict[str, str]:
+    from lora_train import finetuning, summary
+
+    r = result()
+    held = summary(finetuning(verbose=False))
+    loss, full, base = capable_loss(), held["full"]["held_out"], held["base"]["held_out"]
+    out = {"sft-loss": f"{loss:.3f}", "full-loss": f"{full:.3f}", "loss-gain": f"{full - loss:.3f}",
+           "base-drop": f"{base - full:.3f}"}
+    seeds = [s.value for s in r["runs"]["capable-0"]["per_seed_line_heads"]]
+    out |= {"seed-min": pct(min(seeds)), "seed-max": pct(max(seeds)), "seed-spread": pct(max(seeds) - min(seeds))}
+    rates = {}
+    for i in (0, 1):
+        run = r["runs"][f"capable-{i}"]
+        lines = run["sampled"]["line_heads"]
+        rates[i] = lines.value
+        lo, hi = lines.interval
+        out |= {f"hits-{i}": pct(lines.value), f"table-hits-{i}": pct(lines.value, 2),
+                f"table-lo-{i}": pct(lo, 2), f"table-hi-{i}": pct(hi, 2),
+                f"table-other-{i}": pct(run["other_prompt"].value, 2),
+                f"table-greedy-{i}": pct(run["greedy"]["line_heads"].value, 2),
+                f"pass1-{i}": f"{run['pass_at_k'][1]:.3f}", f"pass8-{i}": f"{run['pass_at_k'][8]:.3f}",
+                f"form-{i}": pct(run["sampled"]["form"].value), f"rhyme-{i}": pct(run["sampled"]["rhyme"].value)}
+        with_variant, without = variant_split(f"capable-{i}")
+        out |= {f"variant-{i}": pct(with_variant), f"no-variant-{i}": pct(without)}
+    out["seed-gap"] = pct(rates[1] - rates[0])
+    return out
 
 
 if __name__ == "__main__":

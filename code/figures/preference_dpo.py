@@ -19,7 +19,7 @@ from functools import cache
 import torch
 from acrostic import head_hits
 from dpo_train import BETAS, dpo_results
-from figkit import exercise_answer, figure, figure_data, new_figure, plain_log_axis
+from figkit import article_values, exercise_answer, figure, figure_data, new_figure, plain_log_axis
 from preference import dpo_loss
 from verifiers import wilson_interval
 
@@ -91,7 +91,7 @@ METRICS = (("sampled_heads", "采样的句首命中"), ("sampled_form", "采样�
     title="DPO 前后：验证集藏头上的句首命中率和格式正确率，两个种子，带 95% Wilson 区间",
     caption="训练得到的模型，实测的比例：验证集 342 组藏头，每组按温度 1 采样写 2 首、贪心写 1 首。"
     "灰色是 DPO 之前的 SFT 模型，蓝色是 DPO（β = 0.1）之后；横线是 95% Wilson 区间（句首逐句数，格式逐首数）。"
-    "格式正确的比例两个种子都上升（种子 0 的区间不重叠，种子 1 的稍有重叠）；句首命中训练前后的区间重叠，"
+    "格式正确的比例两个种子都上升（种子 0 的区间不重叠，种子 1 的两个区间几乎首尾相接）；句首命中训练前后的区间重叠，"
     "贪心的还略降。",
 )
 def before_after_figure():
@@ -138,7 +138,7 @@ def sweep() -> list[dict]:
     "dpo-beta",
     article="preference-dpo",
     title="β 的作用：β 越小，策略离参考模型越远；句首命中几乎不动",
-    caption="训练得到：种子 0 的 SFT 模型，同样的 598 个偏好对，DPO 训练 60 步，只换 β。"
+    caption="训练得到：种子 0 的 SFT 模型，同样的 {{ value:train-pairs-0 }} 个偏好对，DPO 训练 60 步，只换 β。"
     "左：验证集藏头上采样写的诗沿途到参考模型的 KL（奈特，整首求和）。右：采样的句首命中、采样的格式正确、"
     "留出的偏好对上隐含奖励排对的比例；同色的点线是 DPO 之前的 SFT 模型。横轴是对数坐标。",
 )
@@ -221,6 +221,101 @@ def dpo_beta_kl():
     if smaller:
         return BETA_OPTIONS[1] if spread < 0.02 else BETA_OPTIONS[0]
     return BETA_OPTIONS[2]
+
+
+# ---------- 文中写的数：构建时算出，放进文章里 {{ value:名字 }} 的地方 ----------
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def quarter(xs: list[float], k: int) -> float:
+    """训练记录第 k 个四分之一（0 起数）步数的平均。"""
+    n = len(xs) // 4
+    part = xs[k * n:(k + 1) * n]
+    return sum(part) / len(part)
+
+
+def pair_stats(seed: int) -> dict[str, float]:
+    """种子 seed 的偏好对：好、差回答平均对上的句首数和格式正确的比例。"""
+    from dpo_train import judge
+
+    p = result()["seeds"][seed]["pairs"]
+    out = {}
+    for which, texts in (("chosen", p.chosen_text), ("rejected", p.rejected_text)):
+        verdicts = [judge(h, t) for h, t in zip(p.heads, texts, strict=True)]
+        out[f"{which}-heads"] = sum(v.heads for v in verdicts) / len(verdicts)
+        out[f"{which}-form"] = sum(v.form for v in verdicts) / len(verdicts)
+    return out
+
+
+def token_table() -> dict[str, dict[str, float]]:
+    """种子 0 的 DPO 策略在它训练用的偏好对上，各类词元的对数概率变化（code/dpo_train.py 的 head_token_shifts）。"""
+    from capable_sft import capable_model
+    from dpo_train import dpo_model, head_token_shifts
+
+    run = result()["seeds"][SEEDS[0]]
+    train = run["pairs"].subset(range(run["n_held_pairs"], len(run["pairs"])))
+    policy, tok = dpo_model(result())
+    ref, _ = capable_model(SEEDS[0])
+    with torch.no_grad():
+        return head_token_shifts(policy, ref, train, tok)
+
+
+def signed(x: float) -> str:
+    return f"{'+' if x >= 0 else '−'}{abs(x):.2f}"
+
+
+@article_values
+def stated_values() -> dict[str, str]:
+    r = result()
+    out: dict[str, str] = {}
+    for seed in SEEDS:
+        run = r["seeds"][seed]
+        pairs = run["pairs"]
+        out |= {f"pairs-{seed}": str(len(pairs)), f"ties-{seed}": str(pairs.ties),
+                f"held-pairs-{seed}": str(run["n_held_pairs"]), f"train-pairs-{seed}": str(run["n_train_pairs"]),
+                f"rm-train-{seed}": pct(run["reward_model"]["train_accuracy"]),
+                f"rm-held-{seed}": pct(run["reward_model"]["held_accuracy"]),
+                f"implicit-{seed}": pct(run["runs"]["dpo"]["held_pair_accuracy"])}
+        for name, ev in (("sft", run["before"]), ("dpo", run["runs"]["dpo"]["after"])):
+            rt = rates(ev)
+            for key, short in (("sampled_heads", "heads"), ("sampled_form", "form"), ("greedy_heads", "greedy")):
+                value, lo, hi = rt[key]
+                out |= {f"{name}-{short}-{seed}": pct(value), f"{name}-{short}-lo-{seed}": pct(lo),
+                        f"{name}-{short}-hi-{seed}": pct(hi)}
+        out[f"dpo-kl-{seed}"] = f"{run['runs']['dpo']['after']['kl']:.2f}"
+        before, after = rates(run["before"]), rates(run["runs"]["dpo"]["after"])
+        out[f"heads-gain-{seed}"] = pct(after["sampled_heads"][0] - before["sampled_heads"][0])
+        out[f"greedy-drop-{seed}"] = pct(before["greedy_heads"][0] - after["greedy_heads"][0])
+        h = run["runs"]["dpo"]["history"]
+        out[f"chosen-last-{seed}"] = f"{quarter(h.chosen_shift, 3):.1f}"
+        out[f"rejected-last-{seed}"] = f"{-quarter(h.rejected_shift, 3):.1f}"
+    stats = pair_stats(SEEDS[0])
+    out |= {"chosen-heads": f"{stats['chosen-heads']:.2f}", "rejected-heads": f"{stats['rejected-heads']:.2f}",
+            "chosen-form": pct(stats["chosen-form"]), "rejected-form": pct(stats["rejected-form"])}
+    ipo = rates(r["seeds"][SEEDS[0]]["runs"]["ipo"]["after"])
+    out |= {"ipo-heads": pct(ipo["sampled_heads"][0]), "ipo-form": pct(ipo["sampled_form"][0])}
+    for row in sweep():
+        b = f"{row['beta']:g}".replace(".", "")  # 0.03 → 003
+        out |= {f"beta-kl-{b}": f"{row['kl']:.2f}", f"beta-heads-{b}": pct(row["heads"]),
+                f"beta-form-{b}": pct(row["form"]), f"beta-implicit-{b}": pct(row["implicit"])}
+    heads = [row["heads"] for row in sweep()]
+    out |= {"beta-heads-min": pct(min(heads)), "beta-heads-max": pct(max(heads))}
+    slip = r["seeds"][SEEDS[0]]["runs"][run_name(0.03)]["history"].chosen_shift
+    out |= {"slip-third": f"{quarter(slip, 2):.2f}", "slip-last": f"{quarter(slip, 3):.2f}"}
+    table = token_table()
+    for which in ("chosen", "rejected"):
+        t = table[which]
+        out |= {f"{which}-{k}": signed(t[k]) for k in ("right", "wrong", "required", "other")}
+        out |= {f"{which}-{k}-size": abs_count(t[f"n_{k}"]) for k in ("right", "wrong", "other")}
+        out |= {f"{which}-{k}-abs": f"{abs(t[k]):.2f}" for k in ("right", "wrong", "required", "other")}
+    return out
+
+
+def abs_count(n: float) -> str:
+    return f"{int(n):,}"
 
 
 if __name__ == "__main__":

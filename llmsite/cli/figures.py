@@ -6,7 +6,8 @@
     python -m llmsite figures --list     # declarations, dependencies, cache state
 
 Figures are declared in code/figures/*.py with @figure(...) (see code/figkit.py), exercise answers
-beside them with @exercise_answer(...); ``--only`` takes the name of either. The answers are computed
+beside them with @exercise_answer(...), the numbers an article states with @article_values (planned as
+``values-<article>``); ``--only`` takes any of these names. The answers are computed
 after the figures. Every build runs the same pipeline from llmsite/features/figures.py.
 """
 
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         specs = registry.discover()
         answer_specs = registry.discover_answers()
+        answer_specs.update({spec.name: spec for spec in registry.discover_values().values()})
     except registry.DeclarationError as exc:
         print(f"错误：{exc}", file=sys.stderr)
         return 2

@@ -77,6 +77,7 @@ class Figures:
         self.focus = Focus()  # the articles this build computes stale items for (stale.py: LLM_SITE_ONLY)
         self.skipped: list[str] = []  # stale figures of other articles, left out by the focus
         self.skipped_answers: list[str] = []  # stale answers of other articles, left out by the focus
+        self.values: dict[str, dict[str, str]] = {}  # article slug -> its stated values (@article_values)
 
     def plan(self) -> list[Generated]:
         """Draw the stale figures and compute the stale answers; every figure's images and interactive data."""
@@ -86,6 +87,8 @@ class Figures:
         try:
             self.specs = registry.discover()
             self.answer_specs = registry.discover_answers()
+            values_specs = {spec.name: spec for spec in registry.discover_values().values()}
+            self.answer_specs.update(values_specs)  # planned, computed and cached as answers are
         except registry.DeclarationError as exc:
             raise BuildStop(f"图的声明有误：{exc}") from exc
         items = runner.plan(self.specs.values())
@@ -107,7 +110,14 @@ class Figures:
                 self.failed_answers = dict.fromkeys(stale_answers, message)
             items = runner.plan(self.specs.values())
             answer_items = answers.plan(self.answer_specs.values())
-        self.answers = {item.spec.name: answers.read(item) for item in answer_items if item.cached}
+        self.answers, self.values = {}, {}
+        for item in answer_items:
+            if item.cached:
+                value = answers.read(item)
+                if item.spec.kind == "values":
+                    self.values[item.spec.article] = value  # type: ignore[assignment]
+                else:
+                    self.answers[item.spec.name] = value  # type: ignore[assignment]
         for item in items:
             if not item.cached and (item.spec.name in self.failed or item.spec.name in self.skipped):
                 continue
@@ -128,13 +138,53 @@ class Figures:
                        "改好画图的函数并保存，预览会重新生成这张图")
                for name, message in sorted(self.failed.items())]
         out += [Problem(rel(self.answer_specs[name].module), self.answer_specs[name].line,
-                        f"练习答案 {name} 计算失败：{message}", "改好答案函数并保存，预览会重新计算")
+                        f"{_what(self.answer_specs[name])}计算失败：{message}", "改好这个函数并保存，预览会重新计算")
                 for name, message in sorted(self.failed_answers.items())]
         return out
 
     def expand(self, markdown: str, page: Any) -> str:
-        if not self.enabled or "figure:" not in markdown:
+        if not self.enabled:
             return markdown
+        if "figure:" in markdown:
+            markdown = self._expand_figures(markdown, page)
+        if "{{" in markdown:  # after the figures: their captions and alt texts may state values too
+            markdown = self._expand_values(markdown, page)
+        return markdown
+
+    def _expand_values(self, markdown: str, page: Any) -> str:
+        """Each {{ value:name }} replaced by what the article's @article_values function computed in this build."""
+        src = f"docs/{page.file.src_uri}"
+        article = posixpath.splitext(posixpath.basename(page.file.src_uri))[0]
+        spec_name = registry.values_name(article)
+        spec = self.answer_specs.get(spec_name)
+        values = self.values.get(article)
+
+        def where(marker: str) -> str:
+            source = getattr(page.file, "content_string", "") or ""
+            at = source.find(marker)
+            return f"{src}:{source.count(chr(10), 0, at) + 1}" if at >= 0 else src
+
+        def replace(match: re.Match[str]) -> str:
+            name = match.group("name")
+            if spec is None:
+                raise BuildStop(
+                    f"{where(match.group(0))}: {match.group(0)} 要一个计算出的数，可 code/figures/"
+                    f"{article.replace('-', '_')}.py 里没有 @article_values 函数："
+                    f"在那里声明它，返回 {{\"{name}\": 文字}}"
+                )
+            if spec_name in self.skipped_answers:
+                return f"〔{name}：本次预览未计算〕"
+            if spec_name in self.failed_answers or values is None:
+                return f"〔{name}：计算失败〕"
+            if name not in values:
+                known = "、".join(values) or "（无）"
+                raise BuildStop(f"{where(match.group(0))}: {spec.where} 的 {spec.function}() 没有返回 {name}"
+                                f"（它返回的有：{known}）：改正名字，或在函数里算出它")
+            return values[name]
+
+        return registry.VALUE_MARKER.sub(replace, markdown)
+
+    def _expand_figures(self, markdown: str, page: Any) -> str:
 
         def replace(match: re.Match[str]) -> str:
             name = match.group("name")
@@ -155,6 +205,10 @@ class Figures:
             return figure_markdown(spec, page.file.src_uri, page.url if spec.data_function else "")
 
         return MARKER.sub(replace, markdown)
+
+
+def _what(spec: registry.AnswerSpec) -> str:
+    return "文中的数" if spec.kind == "values" else f"练习答案 {spec.name} "
 
 
 def data_uri(spec: registry.FigureSpec) -> str:

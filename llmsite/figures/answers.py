@@ -1,4 +1,5 @@
-"""Exercise answers (``@exercise_answer`` in ``code/figures/*.py``): keyed, computed and cached like figures.
+"""Exercise answers (``@exercise_answer`` in ``code/figures/*.py``) and the numbers an article states
+(``@article_values``, one function per module returning ``{name: text}``): keyed, computed and cached like figures.
 
 An answer is one value (an int, a float or a string) that an exercise on the article's page is checked
 against. It is computed by the figures step (``python -m llmsite figures``, after the figures, in the same
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import sys
 import time
@@ -31,7 +33,7 @@ from llmsite import cache as build_cache
 from llmsite.cache import Key, commit_dir
 from llmsite.cache.deps import definition_deps
 from llmsite.figures import cache as figure_cache
-from llmsite.figures.registry import AnswerSpec
+from llmsite.figures.registry import ANSWER_NAME, AnswerSpec
 from llmsite.paths import CACHE, CODE, ROOT, rel
 
 PIPELINE_VERSION = "1"
@@ -40,8 +42,13 @@ FILE = "answer.json"
 LIBRARIES = ("torch", "numpy")
 TIMEOUT = 120.0  # seconds one answer may take
 MAX_TEXT = 200  # characters of a string answer (it is an option's text)
+MAX_STATED = 40  # characters of one value an article states (@article_values): a number, maybe with a word
+# What a stated value may hold: digits, letters, CJK and the punctuation of a number. No Markdown, HTML or TeX:
+# it goes into the page's Markdown as it is.
+STATED_TEXT = re.compile(r"^[0-9A-Za-z\u4e00-\u9fff .,%+\-−–~≈×/:()（）、，]+$")
 
 Value = int | float | str
+Stated = dict[str, str]
 
 
 class AnswerError(RuntimeError):
@@ -61,7 +68,8 @@ def library_versions() -> tuple[tuple[str, str], ...]:
 
 
 def key_for(spec: AnswerSpec, code_dir: Path = CODE, root: Path = ROOT) -> Key:
-    inputs: dict[str, str] = {"pipeline": PIPELINE_VERSION, "kind": "exercise-answer"}
+    inputs: dict[str, str] = {"pipeline": PIPELINE_VERSION,
+                               "kind": "article-values" if spec.kind == "values" else "exercise-answer"}
     inputs["declaration"] = json.dumps([spec.name, spec.function, list(spec.data)], ensure_ascii=False)
     inputs.update(figure_cache.definition_inputs(spec.module, [spec.function], code_dir, root))
     inputs.update(figure_cache.data_inputs(spec.data, root))
@@ -87,7 +95,7 @@ def plan(specs: Iterable[AnswerSpec], force: bool = False, cache_dir: Path = CAC
     return out
 
 
-def read(item: Planned, cache_dir: Path = CACHE_DIR) -> Value:
+def read(item: Planned, cache_dir: Path = CACHE_DIR) -> Value | Stated:
     """The cached value of a computed answer (no code is imported)."""
     data = json.loads(output(item.spec, item.key, cache_dir).read_text(encoding="utf-8"))
     return data["value"]
@@ -118,7 +126,26 @@ def plain(value: Any) -> Value:
     raise AnswerError(f"返回的类型是 {type(value).__name__}：答案应是一个整数、小数或字符串")
 
 
-def compute_value(spec: AnswerSpec) -> Value:
+def stated(value: Any) -> Stated:
+    """What an @article_values function returns, as stored: {name: text}, every name as an answer's (lowercase
+    letters, digits, hyphens) and every text one short line of plain characters (``STATED_TEXT``); anything else
+    raises AnswerError naming the entry."""
+    if not isinstance(value, dict) or not value:
+        raise AnswerError(f"返回了 {type(value).__name__}：@article_values 应返回一个非空字典 {{名字: 文字}}")
+    out: Stated = {}
+    for name, text in value.items():
+        if not isinstance(name, str) or not ANSWER_NAME.match(name):
+            raise AnswerError(f"名字 {name!r} 不合法：只用小写字母、数字和连字符，例如 \"sft-loss\"")
+        if not isinstance(text, str):
+            raise AnswerError(f"{name} 的值是 {type(text).__name__}：要写成文中显示的文字，例如 f\"{{x:.1f}}\"")
+        if not text or len(text) > MAX_STATED or not STATED_TEXT.fullmatch(text):
+            raise AnswerError(f"{name} 的值 {text!r} 不能放进文中：要求一行、至多 {MAX_STATED} 个字符，"
+                              "只有数字、字母、汉字和数的标点（不能有 Markdown、HTML 或公式）")
+        out[name] = text
+    return dict(sorted(out.items()))
+
+
+def compute_value(spec: AnswerSpec) -> Value | Stated:
     """Import the module and call the function, seeded and time-limited as a figure is (in this process)."""
     from llmsite.figures import runner
 
@@ -130,11 +157,12 @@ def compute_value(spec: AnswerSpec) -> Value:
             value = fn()
     except runner.Timeout:
         raise AnswerError(f"超过时间上限 {TIMEOUT:g} 秒，已停止：答案应该很快就能算出来") from None
-    return plain(value)
+    return stated(value) if spec.kind == "values" else plain(value)
 
 
 def _describe(spec: AnswerSpec) -> str:
-    return (f"练习答案 {spec.name} 计算失败：函数 {spec.function}（{spec.where}），"
+    what = "文中的数" if spec.kind == "values" else f"练习答案 {spec.name} "
+    return (f"{what}计算失败：函数 {spec.function}（{spec.where}），"
             f"用于文章 docs/articles/{spec.article}.md")
 
 

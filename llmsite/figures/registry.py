@@ -22,6 +22,14 @@ DATA_DECORATOR = "figure_data"  # @figure_data("name", view="heatmap"): the data
 VIEWS = ("heatmap", "bars")  # the views docs/assets/javascripts/figures.js draws
 ANSWER_DECORATOR = "exercise_answer"  # @exercise_answer("name"): an exercise's answer, computed like a figure
 ANSWER_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+# @article_values on one function of code/figures/<slug with _>.py: it returns {name: text}, the numbers the article
+# states about a computation, and the article writes {{ value:name }} where each goes (in its prose, its tables and
+# its figures' captions). The page then shows what this build computed: a number that the machine's kernels move
+# (stage 3's trained models) is never written by hand. The one marker pattern: the build, the checks and the claims
+# tests use it.
+VALUES_DECORATOR = "article_values"
+VALUE_MARKER = re.compile(r"\{\{[ \t]*value:[ \t]*(?P<name>[a-z0-9]+(?:-[a-z0-9]+)*)[ \t]*\}\}")
+VALUE_LOOSE = re.compile(r"\{\{\s*value\b", re.I)  # what an author meant as a marker, well formed or not
 _SOURCE = source_digest(__file__)  # this reader's own code: what it parsed with older code is not reused
 
 
@@ -58,6 +66,7 @@ class AnswerSpec:
     function: str
     line: int
     data: tuple[str, ...] = ()
+    kind: str = "answer"  # "answer" (@exercise_answer: one value) or "values" (@article_values: {name: text})
 
     @property
     def article(self) -> str:
@@ -221,6 +230,60 @@ def _parse_answers(path: Path, text: str) -> tuple[AnswerSpec, ...]:
             raise DeclarationError(f"{where}: 答案函数 {node.name} 不能带参数（构建时直接调用 {node.name}()）")
         found.append(AnswerSpec(name, path, node.name, node.lineno, tuple(data)))
     return tuple(found)
+
+
+def values_name(article: str) -> str:
+    """The name an article's @article_values function is planned and cached under."""
+    return f"values-{article}"
+
+
+def _bare_or_called(dec: ast.expr, decorator: str) -> bool:
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else ""
+    return name == decorator
+
+
+def parse_values(path: Path) -> AnswerSpec | None:
+    """The @article_values function of ``path``, if it has one (remembered while its text is unchanged)."""
+    return _parse_values_text(path, path.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=256)
+def _parse_values_text(path: Path, text: str) -> AnswerSpec | None:
+    return remembered("registry", ("values", _SOURCE, str(path), text), lambda: _parse_values(path, text))
+
+
+def _parse_values(path: Path, text: str) -> AnswerSpec | None:
+    tree = ast.parse(text, filename=str(path))
+    found: AnswerSpec | None = None
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for dec in node.decorator_list:
+            if not _bare_or_called(dec, VALUES_DECORATOR):
+                continue
+            where = f"{rel(path)}:{node.lineno}"
+            if isinstance(dec, ast.Call) and (dec.args or dec.keywords):
+                raise DeclarationError(f"{where}: @article_values 不带参数（直接写 @article_values）")
+            args = node.args
+            if args.args or args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg:
+                raise DeclarationError(f"{where}: 函数 {node.name} 不能带参数（构建时直接调用 {node.name}()）")
+            if found is not None:
+                raise DeclarationError(f"{where}: 一个文件只能有一个 @article_values 函数，"
+                                       f"第 {found.line} 行的 {found.function} 已经是了：把两边的数合到一个字典里")
+            article = path.stem.replace("_", "-")
+            found = AnswerSpec(values_name(article), path, node.name, node.lineno, (), "values")
+    return found
+
+
+def discover_values(code_dir: Path = CODE) -> dict[str, AnswerSpec]:
+    """Every article's @article_values function, by article slug."""
+    found: dict[str, AnswerSpec] = {}
+    for path in sorted((code_dir / FIGURES_DIR).glob("*.py")):
+        spec = parse_values(path)
+        if spec is not None:
+            found[spec.article] = spec
+    return found
 
 
 def discover_answers(code_dir: Path = CODE) -> dict[str, AnswerSpec]:

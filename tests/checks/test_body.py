@@ -223,3 +223,22 @@ def test_paths_narrow_the_report(repo: Repo) -> None:
     repo.append("用PyTorch写。")
     assert repo.check("docs/articles/prompt-engineering.md").code == 0
     assert repo.check(ARTICLE).code == 1
+
+
+def test_value_marker_needs_an_article_values_function(repo: Repo) -> None:
+    """A computed number ({{ value:name }}) in an article whose figure module has no @article_values function."""
+    line = repo.append("损失是 {{ value:sft-loss }}。")
+    result = repo.check()
+    assert result.code == 1
+    module = f"code/figures/{ARTICLE.split('/')[-1][:-3].replace('-', '_')}.py"
+    assert result.has(ARTICLE, line, f"{{{{ value:sft-loss }}}} 要一个计算出的数，可 {module} 里没有 @article_values",
+                      "@article_values"), result.out
+    assert result.count() == 1, result.out
+
+
+@pytest.mark.parametrize("marker", ["{{ value:SFT_loss }}", "{{value sft-loss}}", "{{ Value: sft-loss }}"])
+def test_malformed_value_marker(repo: Repo, marker: str) -> None:
+    line = repo.append(f"损失是 {marker}。")
+    result = repo.check()
+    assert result.code == 1
+    assert result.has(ARTICLE, line, "算出的数的标记格式不对", "写成 {{ value:名字 }}"), result.out

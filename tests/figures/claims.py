@@ -12,9 +12,16 @@ from pathlib import Path
 
 from llmsite.content import frontmatter, snippets
 from llmsite.content.checks import text as markdown
-from llmsite.figures import registry
+from llmsite.figures import answers, registry
 
 Check = Callable[[list[Decimal]], "str | None"]
+
+# A number the page computes (``{{ value:name }}``, ``registry.VALUE_MARKER``): a claim's group may match it where
+# a number is written, and the claim then checks the value this machine computes for it (``Sources.value``).
+VALUE = r"\{\{ ?value:[a-z0-9]+(?:-[a-z0-9]+)* ?\}\}"
+NUM = rf"(\d[\d,]*(?:\.\d+)?|{VALUE})"  # a number as written, or computed into the page
+PCT = rf"(\d+(?:\.\d+)?|{VALUE})%"  # a percentage, the sign written in the article
+DEC = rf"(\d+\.\d+|{VALUE})"  # a decimal
 
 
 def half_unit(stated: Decimal) -> float:
@@ -152,6 +159,26 @@ class Sources:
         return [(place, m) for place in candidates for line in place.text.splitlines()
                 if (m := re.search(claim.pattern, line))]
 
+    def value(self, marker: str) -> Decimal:
+        """The number a ``{{ value:name }}`` of this article stands for: what the article's @article_values function
+        returns on this machine, called as the build calls it (``answers.compute_value``)."""
+        name = registry.VALUE_MARKER.fullmatch(marker)
+        assert name is not None, f"{marker!r} is not a value marker"
+        values = _stated(self.figures)
+        text = values.get(name.group("name"))
+        assert text is not None, f"{marker}: {self.figures} returns no such value (it has {sorted(values)})"
+        return number(text)
+
+    def stated(self, group: str) -> Decimal:
+        """A stated number as a Decimal: thousands separators dropped, the minus sign U+2212 read as one."""
+        return self.value(group) if group.startswith("{{") else number(group)
+
+    def resolved(self, line: str) -> str:
+        """A line with each value marker replaced by its value, as the page shows it."""
+        if "{{" not in line:
+            return line
+        return registry.VALUE_MARKER.sub(lambda m: _stated(self.figures)[m.group("name")], line)
+
     def assert_holds(self, claim: Claim) -> None:
         found = self.places_of(claim)
         where = (self.article.relative_to(self.root) if claim.where == "article"
@@ -161,9 +188,26 @@ class Sources:
             "if the sentence was reworded, update the pattern here; if the claim was dropped, drop the entry"
         )
         for place, m in found:
-            stated = [Decimal(g.replace(",", "")) for g in m.groups() if g is not None]
+            stated = [self.stated(g) for g in m.groups() if g is not None]
             problem = claim.check(stated)
-            assert problem is None, f"{place.where}: 「{m.group(0)}」 {problem}"
+            assert problem is None, f"{place.where}: 「{self.resolved(m.group(0))}」 {problem}"
+
+
+def number(text: str) -> Decimal:
+    return Decimal(text.replace(",", "").replace("−", "-"))
+
+
+_VALUES: dict[Path, dict[str, str]] = {}
+
+
+def _stated(module: Path | None) -> dict[str, str]:
+    """The values an article's figure module computes (its @article_values function), once per test process."""
+    assert module is not None, "a value marker in an article without a figure module"
+    if module not in _VALUES:
+        spec = registry.parse_values(module)
+        assert spec is not None, f"{module} has no @article_values function"
+        _VALUES[module] = answers.compute_value(spec)  # type: ignore[assignment]
+    return _VALUES[module]
 
 
 # --------------------------------------------------------------------------- which numbers need a claim

@@ -52,8 +52,8 @@ STEPS, BATCH = 500, 16  # the 500-step fine-tuning, as the article states it
 STAGE_TWO = ("base", "lora-1", "lora-4", "lora-8", "full")
 CAPABLE = ("capable-0", "capable-1")
 ALL = STAGE_TWO + CAPABLE
-N_ = r"(\d[\d,]*(?:\.\d+)?)"
-P = r"(\d+(?:\.\d+)?)%"
+N_ = claims.NUM  # a number as written, or a {{ value:name }} the page computes
+P = claims.PCT
 
 # --------------------------------------------------------------------------- scoring, written here
 
@@ -506,12 +506,10 @@ CLAIMS: list[Claim] = [
         "sampling seeds",
         "article",
         rf"每个模型用 (\d+) 个采样种子各写 (\d+) 首：500 步微调（种子 0）在四个采样种子上的"
-        rf"句首命中率在 {P} 到 {P} 之间，相差不到两个百分点",
+        rf"句首命中率在 {P} 到 {P} 之间，相差 {N_} 个百分点",
         checked(
-            lambda st: (
-                approx(lambda: len(SEEDS), lambda: PER_SEED, lambda: seed_spread()[0], lambda: seed_spread()[1])(st)
-                or (None if seed_spread()[1] - seed_spread()[0] < 2 else "the spread is 2 points or more")
-            )
+            approx(lambda: len(SEEDS), lambda: PER_SEED, lambda: seed_spread()[0], lambda: seed_spread()[1],
+                   lambda: seed_spread()[1] - seed_spread()[0])
         ),
     ),
     Claim(

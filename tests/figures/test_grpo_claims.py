@@ -50,8 +50,8 @@ START = {"capable-0": "capable", "capable-1": "capable", "weak": "weak", "form-o
 BEFORE_NAME = {"capable": "capable-0", "weak": "full"}  # the model-comparison runs the starts are
 SAMPLE_SEEDS, PER_SEED, N = (0, 1, 2, 3), 2, 8
 REDRAWN = ("capable-0", "form-only")  # the runs whose first sampling seed is redrawn here
-N_ = r"(\d[\d,]*(?:\.\d+)?)"
-P = r"(\d+(?:\.\d+)?)%"
+N_ = claims.NUM  # a number as written, or a {{ value:name }} the page computes
+P = claims.PCT
 
 
 # --------------------------------------------------------------------------- the artifacts, read plainly
@@ -385,7 +385,7 @@ def dpo_form_gain() -> float:
 
 # --------------------------------------------------------------------------- the claims
 
-D = r"(\d+\.\d+)"
+D = claims.DEC
 
 
 def row(name: str, when: str, greedy: bool = True, pass1: bool = True, pass8: bool = True, div: bool = True):

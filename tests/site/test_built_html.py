@@ -670,3 +670,31 @@ def test_sitemap(site, content):
     for art in content.articles.values():
         assert site.base + art.url in locs, f"{art.url} not in sitemap.xml"
     assert site.base in locs
+
+
+_PLAIN = re.compile(r"[^*`$|\[\]<>{}_\\]{1,6}$")  # prose before a marker, with no Markdown that the page would change
+
+
+def test_each_computed_number_is_in_its_page(site: Site) -> None:
+    """Every ``{{ value:name }}`` of an article reads, in the built page, as what the article's @article_values
+    function computes on this machine (called as the build calls it), after the words written before it; no marker
+    is left in any page."""
+    from llmsite.figures import answers, registry
+
+    specs = registry.discover_values()
+    assert specs, "no article declares @article_values: this test checks nothing"
+    for slug, spec in specs.items():
+        values = answers.compute_value(spec)
+        assert isinstance(values, dict)
+        page = squash(text_of(site.main(f"articles/{slug}/")))
+        source = _read(ROOT / "docs" / "articles" / f"{slug}.md")
+        found = 0
+        for number, line in enumerate(source.splitlines(), 1):
+            for m in registry.VALUE_MARKER.finditer(line):
+                found += 1
+                before = _PLAIN.search(line[: m.start()].split("}}")[-1])
+                expected = squash((before.group(0) if before else "") + values[m.group("name")])
+                assert expected in page, f"docs/articles/{slug}.md:{number}: 「{expected}」 is not in the page"
+        assert found, f"docs/articles/{slug}.md has no value marker, yet {spec.where} declares @article_values"
+    left = [site.url_of(p) for p in site.html_files() if "{{ value:" in p.read_text(encoding="utf-8")]
+    assert not left, f"value markers left in {left}"

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llmsite.figures.registry import DeclarationError, discover_answers
+from llmsite.figures.registry import DeclarationError, discover_answers, discover_values
 from llmsite.figures.registry import discover as registry_discover
 from llmsite.paths import rel
 from llmsite.problems import Problem
@@ -23,6 +23,7 @@ class Figures:
     ok: bool  # False when the declarations could not be read completely
     interactive: frozenset[str] = frozenset()  # figures with an interactive view (@figure_data)
     answers: dict[str, str] = field(default_factory=dict)  # exercise answer name -> module file name (x.py)
+    values: dict[str, str] = field(default_factory=dict)  # article slug -> "file:line" of its @article_values
 
 
 def discover(root: Path, code: Path) -> Figures:
@@ -31,6 +32,7 @@ def discover(root: Path, code: Path) -> Figures:
     try:
         specs = registry_discover(code)
         answers = discover_answers(code)
+        values = discover_values(code)
     except DeclarationError as exc:
         return Figures({}, [problem_from_located(str(exc), where, root)], ok=False)
     except SyntaxError as exc:
@@ -44,6 +46,7 @@ def discover(root: Path, code: Path) -> Figures:
         {name: spec.article for name, spec in specs.items()}, [], ok=True,
         interactive=frozenset(name for name, spec in specs.items() if spec.data_function),
         answers={name: spec.module.name for name, spec in answers.items()},
+        values={slug: spec.where for slug, spec in values.items()},
     )
 
 

@@ -1,4 +1,6 @@
-"""Figure markers ``<!-- figure: NAME -->`` must name a figure declared in code/figures/.
+"""Figure markers ``<!-- figure: NAME -->`` must name a figure declared in code/figures/; value markers
+``{{ value:name }}`` must be well formed, in an article whose figure module has an @article_values function (the
+names it returns are known only when it runs: the build stops on an unknown one, naming the line).
 
 The declarations come from ``Context.figures`` (read in ``declarations.py``, AST only, no
 import of the drawing code, by the same reader the figure pipeline uses).
@@ -10,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from llmsite.content.checks.text import line_at
-from llmsite.figures.registry import MARKER
+from llmsite.figures.registry import MARKER, VALUE_LOOSE, VALUE_MARKER
 from llmsite.problems import Problem
 
 if TYPE_CHECKING:
@@ -22,8 +24,24 @@ _LOOSE = re.compile(r"<!--\s*figure\b", re.I)
 _EXAMPLE = "<!-- figure: 名字 -->"
 
 
+def value_problems(doc: Document, ctx: Context) -> list[Problem]:
+    text = doc.code  # a marker in a code block is shown as written, not replaced
+    found = list(VALUE_MARKER.finditer(text))
+    starts = {m.start() for m in found}
+    out = [Problem(doc.path, line_at(text, m.start(), doc.first_line), "算出的数的标记格式不对，页面上会原样显示它",
+                   "写成 {{ value:名字 }}（名字只用小写字母、数字和连字符，例如 {{ value:sft-loss }}）")
+           for m in VALUE_LOOSE.finditer(text) if m.start() not in starts]
+    figures = ctx.figures
+    if found and figures.ok and doc.slug not in figures.values:
+        module = f"code/figures/{doc.slug.replace('-', '_')}.py"
+        out.append(Problem(doc.path, line_at(text, found[0].start(), doc.first_line),
+                           f"{found[0].group(0)} 要一个计算出的数，可 {module} 里没有 @article_values 函数",
+                           f"在 {module} 里写一个带 @article_values 的函数，返回 {{名字: 文中显示的文字}}"))
+    return out
+
+
 def check(doc: Document, ctx: Context) -> list[Problem]:
-    out: list[Problem] = []
+    out: list[Problem] = value_problems(doc, ctx)
     text = doc.code  # figure markers are HTML comments: only code is masked here
     found = list(_MARKER.finditer(text))
     starts = {m.start() for m in found}
