@@ -19,7 +19,7 @@ from functools import cache
 
 import torch
 from acrostic import head_hits
-from figkit import exercise_answer, figure, figure_data, new_figure
+from figkit import article_values, exercise_answer, figure, figure_data, new_figure
 from grpo import group_advantages, grpo_loss
 from grpo_train import grpo_results
 
@@ -218,6 +218,94 @@ def grpo_form_only():
     if abs(a - b) < 0.01:
         return FORM_ONLY_OPTIONS[1]
     return FORM_ONLY_OPTIONS[0] if a > b else FORM_ONLY_OPTIONS[2]
+
+
+# ---------- 文中写的数：构建时算出，放进文章里 {{ value:名字 }} 的地方 ----------
+
+
+def pct(x: float, digits: int = 1) -> str:
+    return f"{100 * x:.{digits}f}"
+
+
+def mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def row_values(prefix: str, ev: dict, digits: int = 1, form_digits: int = 1) -> dict[str, str]:
+    """表格一行：采样句首命中和格式正确（各带区间）、贪心句首命中、pass@1、pass@8、用字多样性。"""
+    lines, form = ev["sampled"]["line_heads"], ev["sampled"]["form"]
+    return {f"{prefix}-heads": pct(lines.value, digits), f"{prefix}-heads-lo": pct(lines.interval[0], digits),
+            f"{prefix}-heads-hi": pct(lines.interval[1], digits), f"{prefix}-form": pct(form.value, form_digits),
+            f"{prefix}-form-lo": pct(form.interval[0], form_digits),
+            f"{prefix}-form-hi": pct(form.interval[1], form_digits),
+            f"{prefix}-greedy": pct(ev["greedy"]["line_heads"].value, digits),
+            f"{prefix}-pass1": f"{ev['pass_at_k'][1]:.3f}", f"{prefix}-pass8": f"{ev['pass_at_k'][8]:.3f}",
+            f"{prefix}-div": f"{ev['char_diversity']:.3f}"}
+
+
+def dpo_seed0() -> dict[str, float]:
+    """上一篇 DPO 种子 0 训练前后的采样句首命中和格式正确（code/dpo_train.py 的构建产物）。"""
+    from dpo_train import dpo_results
+
+    run = dpo_results(verbose=False)["seeds"][0]
+    out = {}
+    for tag, ev in (("sft", run["before"]), ("dpo", run["runs"]["dpo"]["after"])):
+        out[f"{tag}-heads"] = ev["sampled"]["lines"] / (4 * ev["sampled"]["n"])
+        out[f"{tag}-form"] = ev["sampled"]["form"] / ev["sampled"]["n"]
+    return out
+
+
+@article_values
+def stated_values() -> dict[str, str]:
+    sft = before("capable-0")
+    out = row_values("sft", sft)
+    for i in (0, 1):
+        name = f"capable-{i}"
+        out |= row_values(f"seed{i}", after(name))
+        gain = after(name)["sampled"]["line_heads"].value - sft["sampled"]["line_heads"].value
+        out[f"gain-{i}"] = pct(gain)
+        out[f"div-drop-{i}"] = pct(1 - after(name)["char_diversity"] / sft["char_diversity"], 0)
+        h = history(name)
+        out |= {f"reward-first-{i}": f"{mean(h['reward'][:10]):.3f}",
+                f"reward-last-{i}": f"{mean(h['reward'][-10:]):.3f}",
+                f"heads-first-{i}": f"{mean(h['heads'][:10]):.2f}", f"heads-last-{i}": f"{mean(h['heads'][-10:]):.2f}",
+                f"kl-last-{i}": f"{mean(h['kl'][-5:]):.3f}"}
+        for part in ("seen", "unseen"):
+            for tag, ev in (("sft", sft), (f"seed{i}", after(name))):
+                hit, total, _ = seen_split(ev)[part]
+                out[f"{part}-{tag}"] = pct(hit / total)
+        hit0, total0, _ = seen_split(sft)["unseen"]
+        hit1, total1, _ = seen_split(after(name))["unseen"]
+        out[f"unseen-gain-{i}"] = pct(hit1 / total1 - hit0 / total0)
+    out["seed-gap"] = pct(abs(after("capable-0")["sampled"]["line_heads"].value
+                              - after("capable-1")["sampled"]["line_heads"].value))
+    dpo = dpo_seed0()
+    out |= {"dpo-sft-heads": pct(dpo["sft-heads"]), "dpo-heads": pct(dpo["dpo-heads"]),
+            "dpo-gain": pct(dpo["dpo-heads"] - dpo["sft-heads"]), "dpo-sft-form": pct(dpo["sft-form"]),
+            "dpo-form": pct(dpo["dpo-form"])}
+    # 80 步 SFT 出发的那一次
+    weak = after("weak")
+    out |= {"weak-heads": pct(weak["sampled"]["line_heads"].value, 2),
+            "weak-heads-lo": pct(weak["sampled"]["line_heads"].interval[0], 2),
+            "weak-heads-hi": pct(weak["sampled"]["line_heads"].interval[1], 2),
+            "weak-form": pct(weak["sampled"]["form"].value), "weak-form-lo": pct(weak["sampled"]["form"].interval[0]),
+            "weak-form-hi": pct(weak["sampled"]["form"].interval[1]),
+            "weak-greedy": pct(weak["greedy"]["line_heads"].value, 2)}
+    hw = history("weak")
+    settings = result()["runs"]["weak"]["settings"]
+    out["weak-head-lines"] = f"{round(sum(hw['heads']) * settings['prompts'] * settings['group']):,}"
+    out["weak-flat"] = pct(mean(flat_share("weak")))
+    out["weak-flat-last"] = str(sum(hw["flat_groups"][-10:]))
+    out["weak-kl-last"] = f"{mean(hw['kl'][-10:]):.3f}"
+    out["capable-kl-last"] = f"{mean(history('capable-0')['kl'][-10:]):.3f}"
+    out["weak-kl-ratio"] = f"{mean(hw['kl'][-10:]) / mean(history('capable-0')['kl'][-10:]):.1f}"
+    # 只奖励格式
+    hack = after("form-only")
+    out |= row_values("hack", hack)
+    out["hack-drop"] = pct(sft["sampled"]["line_heads"].value - hack["sampled"]["line_heads"].value)
+    out["hack-div-share"] = pct(hack["char_diversity"] / sft["char_diversity"], 0)
+    out["hack-flat-last"] = str(sum(history("form-only")["flat_groups"][-10:]))
+    return out
 
 
 if __name__ == "__main__":

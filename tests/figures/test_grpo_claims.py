@@ -275,8 +275,9 @@ def diversity_ratio(name: str) -> float:
 
 
 def fact_capable_rise() -> bool:
-    """Both GRPO seeds from the 500-step model: line heads up with intervals apart; form above 90%."""
-    return all(fact_intervals_apart(n, line_count) and form_rate(n, "after") > 90 for n in ("capable-0", "capable-1"))
+    """Both GRPO seeds from the 500-step model: line heads and form up, each with the intervals apart."""
+    return all(fact_intervals_apart(n, line_count) and fact_intervals_apart(n, form_count)
+               for n in ("capable-0", "capable-1"))
 
 
 def fact_seed_gap_small() -> bool:
@@ -284,13 +285,15 @@ def fact_seed_gap_small() -> bool:
     return gap < min(heads_rate(n, "after") - heads_rate(n, "before") for n in ("capable-0", "capable-1"))
 
 
-def fact_pass_up() -> bool:
-    return all(f(n, "after") > f(n, "before") for n in ("capable-0", "capable-1") for f in (all_four_pass1,
-                                                                                         all_four_pass8))
+def fact_pass1_up_pass8_flat() -> bool:
+    """pass@1 up in both seeds; pass@8 「变化不大」: it moves by less than 0.02 either way."""
+    return all(all_four_pass1(n, "after") > all_four_pass1(n, "before")
+               and abs(all_four_pass8(n, "after") - all_four_pass8(n, "before")) < 0.02 for n in SEEN)
 
 
-def fact_diversity_down_20_to_30() -> bool:
-    return all(0.2 <= 1 - diversity_ratio(n) <= 0.3 for n in ("capable-0", "capable-1"))
+def fact_hack_narrows_most() -> bool:
+    """「只降了」: both normal runs keep at least 10 points more of the character diversity than the hacked one."""
+    return all(diversity_ratio(n) - diversity_ratio("form-only") > 0.1 for n in SEEN)
 
 
 def fact_seen_width() -> bool:
@@ -312,8 +315,9 @@ def fact_weak_on_the_floor() -> bool:
 
 
 def fact_form_only_hacks() -> bool:
+    """Form above both normal runs'; line heads down with the intervals apart; pass@8 below half of what it was."""
     return (form_rate("form-only", "after") > max(form_rate(n, "after") for n in ("capable-0", "capable-1"))
-            and 9.5 <= heads_rate("form-only", "before") - heads_rate("form-only", "after") < 10.5
+            and interval(line_count("form-only", "after"))[1] < interval(line_count("form-only", "before"))[0]
             and all_four_pass8("form-only", "after") < all_four_pass8("form-only", "before") / 2)
 
 
@@ -355,6 +359,11 @@ def dpo() -> object:
     from . import test_preference_dpo_claims
 
     return test_preference_dpo_claims
+
+
+def last_kl(name: str) -> float:
+    """The mean KL per token over the last 10 training steps."""
+    return sum(history(name)["kl"][-10:]) / 10
 
 
 def spike(name: str) -> tuple[int, float]:
@@ -469,11 +478,20 @@ CLAIMS: list[Claim] = [
     Claim(
         "form rise",
         "article",
-        rf"\*\*格式正确\*\*从 {P} 升到九成以上",
-        checked(lambda st: approx(lambda: form_rate("capable-0", "before"))(st)
-                or (None if fact_capable_rise() else "form not above 90% in both")),
+        rf"\*\*格式正确\*\*从 {P} 升到 {P} 和 {P}。",
+        checked(lambda st: approx(lambda: form_rate("capable-0", "before"), lambda: form_rate("capable-0", "after"),
+                                  lambda: form_rate("capable-1", "after"))(st)
+                or (None if fact_capable_rise() else "form does not rise in both")),
     ),
-    Claim("pass up", "article", r"四句全对的 pass@1 和 pass@8 都略有上升", checked(holds(fact_pass_up))),
+    Claim(
+        "pass up",
+        "article",
+        rf"四句全对的 pass@1 上升了（{D} 到 {D} 和 {D}），pass@8 变化不大（{D} 到 {D} 和 {D}）",
+        checked(lambda st: approx(*[lambda n=n, w=w, f=f: f(n, w) for f in (all_four_pass1, all_four_pass8)
+                                    for n, w in (("capable-0", "before"), ("capable-0", "after"),
+                                                 ("capable-1", "after"))])(st)
+                or (None if fact_pass1_up_pass8_flat() else "pass@1 does not rise, or pass@8 moves")),
+    ),
     Claim(
         "greedy down",
         "article",
@@ -481,18 +499,27 @@ CLAIMS: list[Claim] = [
         checked(approx(lambda: greedy_rate("capable-0", "before"), lambda: greedy_rate("capable-0", "after"),
                        lambda: greedy_rate("capable-1", "after"))),
     ),
-    Claim("diversity down", "article", r"\*\*用字多样性\*\*降了两到三成", checked(holds(fact_diversity_down_20_to_30))),
+    Claim(
+        "diversity down",
+        "article",
+        rf"\*\*用字多样性\*\*降了 {P} 和 {P}：策略在收窄",
+        checked(approx(*[lambda n=n: 100 * (1 - diversity_ratio(n)) for n in SEEN])),
+    ),
     Claim(
         "training curves",
         "article",
         rf"每步只有 (\d+) 首诗.*种子 0 的平均奖励从前 10 步的 {D} 升到最后 10 步的 {D}；种子 1 只从 {D} 升到 {D}，"
         rf"它在训练批次上每首对上的句首数前后几乎没变（前 10 步 {D}，最后 10 步 {D}）.*"
         rf"最后 5 步平均是每个词元 {D}（种子 0）和 {D}（种子 1）奈特",
-        checked(approx(lambda: PROMPTS * GROUP, lambda: head("capable-0", "reward", 10),
-                       lambda: tail("capable-0", "reward", 10), lambda: head("capable-1", "reward", 10),
-                       lambda: tail("capable-1", "reward", 10), lambda: head("capable-1", "heads", 10),
-                       lambda: tail("capable-1", "heads", 10), lambda: tail("capable-0", "kl"),
-                       lambda: tail("capable-1", "kl"))),
+        checked(lambda st: approx(lambda: PROMPTS * GROUP, lambda: head("capable-0", "reward", 10),
+                                  lambda: tail("capable-0", "reward", 10), lambda: head("capable-1", "reward", 10),
+                                  lambda: tail("capable-1", "reward", 10), lambda: head("capable-1", "heads", 10),
+                                  lambda: tail("capable-1", "heads", 10), lambda: tail("capable-0", "kl"),
+                                  lambda: tail("capable-1", "kl"))(st)
+                # 「几乎没变」 under 0.1 of a line per poem; 「涨的主要是格式」 the form share up 10 points or more
+                or (None if abs(tail("capable-1", "heads", 10) - head("capable-1", "heads", 10)) < 0.1
+                    and tail("capable-1", "form", 10) - head("capable-1", "form", 10) >= 0.1
+                    else "seed 1's training batches are not as described")),
     ),
     Claim(
         "kl rises",
@@ -582,8 +609,8 @@ CLAIMS: list[Claim] = [
     Claim(
         "weak reading",
         "article",
-        rf"格式从 {P} 升到 {P}，句首一点没动。原因就在优势的公式里：60 步写了 {N_} 首诗，对上的句首一共只有 (\d+) 句。"
-        rf"一组 (\d+) 首诗.*一组 (\d+) 首全对格式.*整个训练里这样的组占 {P}，最后 10 步的 (\d+) 组里有 (\d+) 组",
+        rf"格式从 {P} 升到 {P}，句首一点没动。原因就在优势的公式里：60 步写了 {N_} 首诗，对上的句首一共只有 {N_} 句。"
+        rf"一组 (\d+) 首诗.*一组 (\d+) 首全对格式.*整个训练里这样的组占 {P}，最后 10 步的 (\d+) 组里有 {N_} 组",
         checked(lambda st: approx(
             lambda: form_rate("weak", "before"), lambda: form_rate("weak", "after"), lambda: STEPS * PROMPTS * GROUP,
             lambda: round(training_head_lines("weak")), lambda: GROUP, lambda: GROUP,
@@ -602,13 +629,10 @@ CLAIMS: list[Claim] = [
     Claim(
         "weak kl",
         "article",
-        rf"最后 10 步里，它的 KL 除了第 (\d+) 步那一批突然跳到 {D}（训练曲线的图上那一截台阶就是它），"
-        rf"都在每个词元 {D} 到 {D} 奈特之间，是 500 步模型出发那次（{D} 到 {D}）的将近两倍",
+        rf"最后 10 步里，它的 KL 平均是每个词元 {D} 奈特，是 500 步模型出发那次（{D} 奈特）的 {D} 倍",
         checked(lambda st: approx(
-            lambda: spike("weak")[0], lambda: spike("weak")[1], lambda: min(calm("weak")), lambda: max(calm("weak")),
-            lambda: min(history("capable-0")["kl"][-10:]), lambda: max(history("capable-0")["kl"][-10:]))(st)
-            or (None if 1.6 <= median(calm("weak")) / median(history("capable-0")["kl"][-10:]) < 2
-                and max(history("capable-0")["kl"][-10:]) < min(calm("weak")) else "not nearly twice")),
+            lambda: last_kl("weak"), lambda: last_kl("capable-0"), lambda: last_kl("weak") / last_kl("capable-0"))(st)
+            or (None if last_kl("weak") > max(last_kl(n) for n in SEEN) else "the weak run is not the farthest")),
     ),
     # reward hacking
     Claim(
@@ -626,7 +650,7 @@ CLAIMS: list[Claim] = [
     Claim(
         "hack reading",
         "article",
-        rf"格式正确到了 {P}，比正常奖励的两次都高。可句首命中掉了 (\d+) 个百分点，四句全对的 pass@8 不到原来的一半，"
+        rf"格式正确到了 {P}，比正常奖励的两次都高。可句首命中掉了 {D} 个百分点，四句全对的 pass@8 不到原来的一半，"
         rf"用字多样性降到原来的 {P}",
         checked(lambda st: approx(lambda: form_rate("form-only", "after"),
                                   lambda: heads_rate("form-only", "before") - heads_rate("form-only", "after"),
@@ -644,32 +668,34 @@ CLAIMS: list[Claim] = [
     Claim(
         "kl beta and diversity",
         "article",
-        r"正常奖励的两次都带着 \$\\beta=(\d\.\d+)\$，用字多样性只降了两三成",
-        checked(lambda st: approx(lambda: run("capable-0")["settings"]["beta"])(st)
-                or (None if run("capable-1")["settings"]["beta"] == BETA and fact_diversity_down_20_to_30()
-                    else "the two runs do not both have this beta, or diversity fell otherwise")),
+        rf"正常奖励的两次都带着 \$\\beta=(\d\.\d+)\$，用字多样性只降了 {P} 和 {P}",
+        checked(lambda st: approx(lambda: run("capable-0")["settings"]["beta"],
+                                  *[lambda n=n: 100 * (1 - diversity_ratio(n)) for n in SEEN])(st)
+                or (None if run("capable-1")["settings"]["beta"] == BETA and fact_hack_narrows_most()
+                    else "the two runs do not both have this beta, or they narrowed as much as the hacked one")),
     ),
     Claim(
         "hack saturates",
         "article",
-        r"一组 (\d+) 首全得 1 分，优势全是 0。最后 10 步的 (\d+) 组里有 (\d+) 组分数全同",
+        rf"一组 (\d+) 首全得 1 分，优势全是 0。最后 10 步的 (\d+) 组里有 {N_} 组分数全同",
         checked(approx(lambda: GROUP, lambda: 10 * PROMPTS, lambda: last_flat("form-only"))),
     ),
     # summary
     Claim(
         "summary capable",
         "article",
-        rf"GRPO 让验证集上的句首命中从 {P} 升到 {P} 和 {P}（两个种子，区间都不重叠），格式升到九成以上；"
+        rf"GRPO 让验证集上的句首命中从 {P} 升到 {P} 和 {P}（两个种子，区间都不重叠），格式正确升到 {P} 和 {P}；"
         rf"没见过的藏头和见过的涨得差不多。同样出发的 DPO 只涨了 {D} 个百分点",
         checked(lambda st: approx(lambda: heads_rate("capable-0", "before"), lambda: heads_rate("capable-0", "after"),
-                                  lambda: heads_rate("capable-1", "after"),
+                                  lambda: heads_rate("capable-1", "after"), lambda: form_rate("capable-0", "after"),
+                                  lambda: form_rate("capable-1", "after"),
                                   lambda: dpo().heads_rate(0, "dpo") - dpo().heads_rate(0, "SFT"))(st)
                 or (None if fact_capable_rise() else "not as described")),
     ),
     Claim(
         "summary hack",
         "article",
-        rf"格式到了 {P}，句首掉了 (\d+) 个百分点，用字多样性降到原来的 {P}",
+        rf"格式到了 {P}，句首掉了 {D} 个百分点，用字多样性降到原来的 {P}",
         checked(approx(lambda: form_rate("form-only", "after"),
                        lambda: heads_rate("form-only", "before") - heads_rate("form-only", "after"),
                        lambda: 100 * diversity_ratio("form-only"))),
