@@ -190,17 +190,22 @@ def stated_values() -> dict[str, str]:
     seeds = [s.value for s in r["runs"]["capable-0"]["per_seed_line_heads"]]
     out |= {"seed-min": pct(min(seeds)), "seed-max": pct(max(seeds)), "seed-spread": pct(max(seeds) - min(seeds))}
     rates = {}
+    for name in ORDER:  # 比较表：每个模型一行
+        run = r["runs"][name]
+        lines = run["sampled"]["line_heads"]
+        lo, hi = lines.interval
+        out |= {f"{name}-heads": pct(lines.value, 2), f"{name}-lo": pct(lo, 2), f"{name}-hi": pct(hi, 2),
+                f"{name}-other": pct(run["other_prompt"].value, 2),
+                f"{name}-greedy": pct(run["greedy"]["line_heads"].value, 2),
+                f"{name}-pass1": f"{run['pass_at_k'][1]:.3f}", f"{name}-pass8": f"{run['pass_at_k'][8]:.3f}",
+                f"{name}-form": pct(run["sampled"]["form"].value), f"{name}-rhyme": pct(run["sampled"]["rhyme"].value)}
+    others = [r["runs"][name]["other_prompt"].value for name in ORDER]
+    out |= {"other-min": pct(min(others), 2), "other-max": pct(max(others), 2), "base-loss": f"{base:.3f}"}
     for i in (0, 1):
         run = r["runs"][f"capable-{i}"]
-        lines = run["sampled"]["line_heads"]
-        rates[i] = lines.value
-        lo, hi = lines.interval
-        out |= {f"hits-{i}": pct(lines.value), f"table-hits-{i}": pct(lines.value, 2),
-                f"table-lo-{i}": pct(lo, 2), f"table-hi-{i}": pct(hi, 2),
-                f"table-other-{i}": pct(run["other_prompt"].value, 2),
-                f"table-greedy-{i}": pct(run["greedy"]["line_heads"].value, 2),
-                f"pass1-{i}": f"{run['pass_at_k'][1]:.3f}", f"pass8-{i}": f"{run['pass_at_k'][8]:.3f}",
-                f"form-{i}": pct(run["sampled"]["form"].value), f"rhyme-{i}": pct(run["sampled"]["rhyme"].value)}
+        rates[i] = run["sampled"]["line_heads"].value
+        out |= {f"hits-{i}": pct(rates[i]), f"pass1-{i}": f"{run['pass_at_k'][1]:.3f}",
+                f"pass8-{i}": f"{run['pass_at_k'][8]:.3f}", f"rhyme-{i}": pct(run["sampled"]["rhyme"].value)}
         with_variant, without = variant_split(f"capable-{i}")
         out |= {f"variant-{i}": pct(with_variant), f"no-variant-{i}": pct(without)}
     out["seed-gap"] = pct(rates[1] - rates[0])

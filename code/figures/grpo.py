@@ -283,7 +283,16 @@ def stated_values() -> dict[str, str]:
     out |= {"dpo-sft-heads": pct(dpo["sft-heads"]), "dpo-heads": pct(dpo["dpo-heads"]),
             "dpo-gain": pct(dpo["dpo-heads"] - dpo["sft-heads"]), "dpo-sft-form": pct(dpo["sft-form"]),
             "dpo-form": pct(dpo["dpo-form"])}
-    # 80 步 SFT 出发的那一次
+    # 80 步 SFT 出发的那一次：出发前（《评测》一文的比较结果）和之后
+    start = before("weak")
+    out |= {"weak-sft-heads": pct(start["sampled"]["line_heads"].value, 2),
+            "weak-sft-heads-lo": pct(start["sampled"]["line_heads"].interval[0], 2),
+            "weak-sft-heads-hi": pct(start["sampled"]["line_heads"].interval[1], 2),
+            "weak-sft-other": pct(start["other_prompt"].value, 2),
+            "weak-sft-form": pct(start["sampled"]["form"].value),
+            "weak-sft-form-lo": pct(start["sampled"]["form"].interval[0]),
+            "weak-sft-form-hi": pct(start["sampled"]["form"].interval[1]),
+            "weak-sft-greedy": pct(start["greedy"]["line_heads"].value, 2)}
     weak = after("weak")
     out |= {"weak-heads": pct(weak["sampled"]["line_heads"].value, 2),
             "weak-heads-lo": pct(weak["sampled"]["line_heads"].interval[0], 2),
