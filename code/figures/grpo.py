@@ -231,15 +231,16 @@ def mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
 
-def row_values(prefix: str, ev: dict, digits: int = 1, form_digits: int = 1) -> dict[str, str]:
-    """表格一行：采样句首命中和格式正确（各带区间）、贪心句首命中、pass@1、pass@8、用字多样性。"""
+def row_values(prefix: str, ev: dict, digits: int = 1, form_digits: int = 1, pass1: bool = True) -> dict[str, str]:
+    """表格一行：采样句首命中和格式正确（各带区间）、贪心句首命中、pass@1（pass1 为真时）、pass@8、用字多样性。"""
     lines, form = ev["sampled"]["line_heads"], ev["sampled"]["form"]
-    return {f"{prefix}-heads": pct(lines.value, digits), f"{prefix}-heads-lo": pct(lines.interval[0], digits),
+    out = {f"{prefix}-pass1": f"{ev['pass_at_k'][1]:.3f}"} if pass1 else {}
+    return out | {f"{prefix}-heads": pct(lines.value, digits), f"{prefix}-heads-lo": pct(lines.interval[0], digits),
             f"{prefix}-heads-hi": pct(lines.interval[1], digits), f"{prefix}-form": pct(form.value, form_digits),
             f"{prefix}-form-lo": pct(form.interval[0], form_digits),
             f"{prefix}-form-hi": pct(form.interval[1], form_digits),
             f"{prefix}-greedy": pct(ev["greedy"]["line_heads"].value, digits),
-            f"{prefix}-pass1": f"{ev['pass_at_k'][1]:.3f}", f"{prefix}-pass8": f"{ev['pass_at_k'][8]:.3f}",
+            f"{prefix}-pass8": f"{ev['pass_at_k'][8]:.3f}",
             f"{prefix}-div": f"{ev['char_diversity']:.3f}"}
 
 
@@ -267,9 +268,7 @@ def stated_values() -> dict[str, str]:
         out[f"div-drop-{i}"] = pct(1 - after(name)["char_diversity"] / sft["char_diversity"], 0)
         h = history(name)
         out |= {f"reward-first-{i}": f"{mean(h['reward'][:10]):.3f}",
-                f"reward-last-{i}": f"{mean(h['reward'][-10:]):.3f}",
-                f"heads-first-{i}": f"{mean(h['heads'][:10]):.2f}", f"heads-last-{i}": f"{mean(h['heads'][-10:]):.2f}",
-                f"kl-last-{i}": f"{mean(h['kl'][-5:]):.3f}"}
+                f"reward-last-{i}": f"{mean(h['reward'][-10:]):.3f}", f"kl-last-{i}": f"{mean(h['kl'][-5:]):.3f}"}
         for part in ("seen", "unseen"):
             for tag, ev in (("sft", sft), (f"seed{i}", after(name))):
                 hit, total, _ = seen_split(ev)[part]
@@ -277,6 +276,8 @@ def stated_values() -> dict[str, str]:
         hit0, total0, _ = seen_split(sft)["unseen"]
         hit1, total1, _ = seen_split(after(name))["unseen"]
         out[f"unseen-gain-{i}"] = pct(hit1 / total1 - hit0 / total0)
+    h1 = history("capable-1")  # 种子 1 在训练批次上每首对上的句首数：前 10 步和最后 10 步
+    out |= {"heads-first-1": f"{mean(h1['heads'][:10]):.2f}", "heads-last-1": f"{mean(h1['heads'][-10:]):.2f}"}
     out["seed-gap"] = pct(abs(after("capable-0")["sampled"]["line_heads"].value
                               - after("capable-1")["sampled"]["line_heads"].value))
     dpo = dpo_seed0()
@@ -310,7 +311,7 @@ def stated_values() -> dict[str, str]:
     out["weak-kl-ratio"] = f"{mean(hw['kl'][-10:]) / mean(history('capable-0')['kl'][-10:]):.1f}"
     # 只奖励格式
     hack = after("form-only")
-    out |= row_values("hack", hack)
+    out |= row_values("hack", hack, pass1=False)
     out["hack-drop"] = pct(sft["sampled"]["line_heads"].value - hack["sampled"]["line_heads"].value)
     out["hack-div-share"] = pct(hack["char_diversity"] / sft["char_diversity"], 0)
     out["hack-flat-last"] = str(sum(history("form-only")["flat_groups"][-10:]))

@@ -275,16 +275,17 @@ def stated_values() -> dict[str, str]:
         run = r["seeds"][seed]
         pairs = run["pairs"]
         out |= {f"pairs-{seed}": str(len(pairs)), f"ties-{seed}": str(pairs.ties),
-                f"held-pairs-{seed}": str(run["n_held_pairs"]), f"train-pairs-{seed}": str(run["n_train_pairs"]),
+                f"train-pairs-{seed}": str(run["n_train_pairs"]),
                 f"rm-train-{seed}": pct(run["reward_model"]["train_accuracy"]),
                 f"rm-held-{seed}": pct(run["reward_model"]["held_accuracy"]),
                 f"implicit-{seed}": pct(run["runs"]["dpo"]["held_pair_accuracy"])}
         for name, ev in (("sft", run["before"]), ("dpo", run["runs"]["dpo"]["after"])):
             rt = rates(ev)
-            for key, short in (("sampled_heads", "heads"), ("sampled_form", "form"), ("greedy_heads", "greedy")):
+            for key, short in (("sampled_heads", "heads"), ("sampled_form", "form")):
                 value, lo, hi = rt[key]
                 out |= {f"{name}-{short}-{seed}": pct(value), f"{name}-{short}-lo-{seed}": pct(lo),
                         f"{name}-{short}-hi-{seed}": pct(hi)}
+            out[f"{name}-greedy-{seed}"] = pct(rt["greedy_heads"][0])
         out[f"dpo-kl-{seed}"] = f"{run['runs']['dpo']['after']['kl']:.2f}"
         before, after = rates(run["before"]), rates(run["runs"]["dpo"]["after"])
         out[f"heads-gain-{seed}"] = pct(after["sampled_heads"][0] - before["sampled_heads"][0])
@@ -305,12 +306,16 @@ def stated_values() -> dict[str, str]:
     out |= {"beta-heads-min": pct(min(heads)), "beta-heads-max": pct(max(heads))}
     slip = r["seeds"][SEEDS[0]]["runs"][run_name(0.03)]["history"].chosen_shift
     out |= {"slip-third": f"{quarter(slip, 2):.2f}", "slip-last": f"{quarter(slip, 3):.2f}"}
+    out["held-pairs-0"] = str(r["seeds"][SEEDS[0]]["n_held_pairs"])
     table = token_table()
     for which in ("chosen", "rejected"):
         t = table[which]
         out |= {f"{which}-{k}": signed(t[k]) for k in ("right", "wrong", "required", "other")}
         out |= {f"{which}-{k}-size": abs_count(t[f"n_{k}"]) for k in ("right", "wrong", "other")}
-        out |= {f"{which}-{k}-abs": f"{abs(t[k]):.2f}" for k in ("right", "wrong", "required", "other")}
+    # 正文里按「压低了多少」读的几格：只写大小，方向由句子说（论断测试核对方向）
+    out |= {f"{which}-{k}-abs": f"{abs(table[which][k]):.2f}"
+            for which, k in (("rejected", "wrong"), ("rejected", "required"), ("chosen", "required"),
+                             ("rejected", "other"))}
     return out
 
 

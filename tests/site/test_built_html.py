@@ -696,5 +696,8 @@ def test_each_computed_number_is_in_its_page(site: Site) -> None:
                 expected = squash((before.group(0) if before else "") + values[m.group("name")])
                 assert expected in page, f"docs/articles/{slug}.md:{number}: 「{expected}」 is not in the page"
         assert found, f"docs/articles/{slug}.md has no value marker, yet {spec.where} declares @article_values"
+        shown = {m.group("name") for text in (source, _read(spec.module)) for m in registry.VALUE_MARKER.finditer(text)}
+        unused = sorted(set(values) - shown)
+        assert not unused, f"{spec.where} computes {unused}, which no sentence or caption of {slug} shows"
     left = [site.url_of(p) for p in site.html_files() if "{{ value:" in p.read_text(encoding="utf-8")]
     assert not left, f"value markers left in {left}"
