@@ -634,6 +634,13 @@ CLAIMS: list[Claim] = [
             lambda: last_kl("weak"), lambda: last_kl("capable-0"), lambda: last_kl("weak") / last_kl("capable-0"))(st)
             or (None if last_kl("weak") > max(last_kl(n) for n in SEEN) else "the weak run is not the farthest")),
     ),
+    Claim(
+        "weak form",
+        "article",
+        r"它的格式从不到一半练到九成以上，策略改得多，离参考模型也就远",
+        checked(holds(lambda: form_rate("weak", "before") < 50 < 90 < form_rate("weak", "after")
+                      and last_kl("weak") > max(last_kl(n) for n in SEEN))),
+    ),
     # reward hacking
     Claim(
         "hack table before",
