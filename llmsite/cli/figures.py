@@ -27,8 +27,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         specs = registry.discover()
-        answer_specs = registry.discover_answers()
-        answer_specs.update({spec.name: spec for spec in registry.discover_values().values()})
+        answer_specs = registry.discover_computed()
     except registry.DeclarationError as exc:
         print(f"错误：{exc}", file=sys.stderr)
         return 2

@@ -86,9 +86,7 @@ class Figures:
             return files
         try:
             self.specs = registry.discover()
-            self.answer_specs = registry.discover_answers()
-            values_specs = {spec.name: spec for spec in registry.discover_values().values()}
-            self.answer_specs.update(values_specs)  # planned, computed and cached as answers are
+            self.answer_specs = registry.discover_computed()  # answers and values: planned, computed, cached alike
         except registry.DeclarationError as exc:
             raise BuildStop(f"图的声明有误：{exc}") from exc
         items = runner.plan(self.specs.values())
@@ -138,7 +136,7 @@ class Figures:
                        "改好画图的函数并保存，预览会重新生成这张图")
                for name, message in sorted(self.failed.items())]
         out += [Problem(rel(self.answer_specs[name].module), self.answer_specs[name].line,
-                        f"{_what(self.answer_specs[name])}计算失败：{message}", "改好这个函数并保存，预览会重新计算")
+                        f"{self.answer_specs[name].label}计算失败：{message}", "改好这个函数并保存，预览会重新计算")
                 for name, message in sorted(self.failed_answers.items())]
         return out
 
@@ -205,10 +203,6 @@ class Figures:
             return figure_markdown(spec, page.file.src_uri, page.url if spec.data_function else "")
 
         return MARKER.sub(replace, markdown)
-
-
-def _what(spec: registry.AnswerSpec) -> str:
-    return "文中的数" if spec.kind == "values" else f"练习答案 {spec.name} "
 
 
 def data_uri(spec: registry.FigureSpec) -> str:

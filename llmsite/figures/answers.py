@@ -160,9 +160,15 @@ def compute_value(spec: AnswerSpec) -> Value | Stated:
     return stated(value) if spec.kind == "values" else plain(value)
 
 
+def value_of(spec: AnswerSpec, cache_dir: Path = CACHE_DIR) -> Value | Stated:
+    """The value as the build has it: read from the cache when its key is there (no code imported), else computed in
+    this process (``compute_value``). Tests use it so a value the session's build made is not computed again."""
+    (item,) = plan([spec], cache_dir=cache_dir)
+    return read(item, cache_dir) if item.cached else compute_value(spec)
+
+
 def _describe(spec: AnswerSpec) -> str:
-    what = "文中的数" if spec.kind == "values" else f"练习答案 {spec.name} "
-    return (f"{what}计算失败：函数 {spec.function}（{spec.where}），"
+    return (f"{spec.label}计算失败：函数 {spec.function}（{spec.where}），"
             f"用于文章 docs/articles/{spec.article}.md")
 
 

@@ -69,6 +69,11 @@ class AnswerSpec:
     kind: str = "answer"  # "answer" (@exercise_answer: one value) or "values" (@article_values: {name: text})
 
     @property
+    def label(self) -> str:
+        """How messages name it: 「练习答案 x 」 or 「文中的数」."""
+        return "文中的数" if self.kind == "values" else f"练习答案 {self.name} "
+
+    @property
     def article(self) -> str:
         return self.module.stem.replace("_", "-")
 
@@ -88,12 +93,21 @@ def _literal(node: ast.expr, what: str, where: str) -> object:
         raise DeclarationError(f"{where}: @figure 的参数 {what} 必须是字面量（字符串或字符串元组）") from exc
 
 
+def _decorator_name(dec: ast.expr) -> str:
+    """The name of a decorator, written bare (``@x``, ``@m.x``) or called (``@x(...)``)."""
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    return target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else ""
+
+
 def _decorator_call(dec: ast.expr, decorator: str = DECORATOR) -> ast.Call | None:
-    if not isinstance(dec, ast.Call):
-        return None
-    func = dec.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-    return dec if name == decorator else None
+    return dec if isinstance(dec, ast.Call) and _decorator_name(dec) == decorator else None
+
+
+def _check_no_parameters(node: ast.FunctionDef, where: str, what: str) -> None:
+    """The build calls the function with no arguments."""
+    args = node.args
+    if args.args or args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg:
+        raise DeclarationError(f"{where}: {what} {node.name} 不能带参数（构建时直接调用 {node.name}()）")
 
 
 def _decorated(tree: ast.Module, path: Path, decorator: str) -> Iterator[tuple[ast.FunctionDef, ast.Call, str]]:
@@ -225,9 +239,7 @@ def _parse_answers(path: Path, text: str) -> tuple[AnswerSpec, ...]:
             data = (data,)
         if not isinstance(data, (tuple, list)) or not all(isinstance(d, str) for d in data):
             raise DeclarationError(f"{where}: @exercise_answer 的 data 应是字符串元组，例如 data=(\"data/x.csv\",)")
-        args = node.args
-        if args.args or args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg:
-            raise DeclarationError(f"{where}: 答案函数 {node.name} 不能带参数（构建时直接调用 {node.name}()）")
+        _check_no_parameters(node, where, "答案函数")
         found.append(AnswerSpec(name, path, node.name, node.lineno, tuple(data)))
     return tuple(found)
 
@@ -235,12 +247,6 @@ def _parse_answers(path: Path, text: str) -> tuple[AnswerSpec, ...]:
 def values_name(article: str) -> str:
     """The name an article's @article_values function is planned and cached under."""
     return f"values-{article}"
-
-
-def _bare_or_called(dec: ast.expr, decorator: str) -> bool:
-    target = dec.func if isinstance(dec, ast.Call) else dec
-    name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else ""
-    return name == decorator
 
 
 def parse_values(path: Path) -> AnswerSpec | None:
@@ -260,14 +266,12 @@ def _parse_values(path: Path, text: str) -> AnswerSpec | None:
         if not isinstance(node, ast.FunctionDef):
             continue
         for dec in node.decorator_list:
-            if not _bare_or_called(dec, VALUES_DECORATOR):
+            if _decorator_name(dec) != VALUES_DECORATOR:
                 continue
             where = f"{rel(path)}:{node.lineno}"
             if isinstance(dec, ast.Call) and (dec.args or dec.keywords):
                 raise DeclarationError(f"{where}: @article_values 不带参数（直接写 @article_values）")
-            args = node.args
-            if args.args or args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg:
-                raise DeclarationError(f"{where}: 函数 {node.name} 不能带参数（构建时直接调用 {node.name}()）")
+            _check_no_parameters(node, where, "函数")
             if found is not None:
                 raise DeclarationError(f"{where}: 一个文件只能有一个 @article_values 函数，"
                                        f"第 {found.line} 行的 {found.function} 已经是了：把两边的数合到一个字典里")
@@ -283,6 +287,14 @@ def discover_values(code_dir: Path = CODE) -> dict[str, AnswerSpec]:
         spec = parse_values(path)
         if spec is not None:
             found[spec.article] = spec
+    return found
+
+
+def discover_computed(code_dir: Path = CODE) -> dict[str, AnswerSpec]:
+    """Everything the figure step computes besides figures, by planned name: the exercise answers and each article's
+    @article_values function (``values-<article>``)."""
+    found = discover_answers(code_dir)
+    found.update({spec.name: spec for spec in discover_values(code_dir).values()})
     return found
 
 

@@ -169,8 +169,7 @@ def load(root: Path = ROOT) -> SiteGraph:
     code = root / "code"
     docs = root / "docs"
     figures = registry.discover(code)
-    answers = registry.discover_answers(code)
-    answers.update({spec.name: spec for spec in registry.discover_values(code).values()})
+    answers = registry.discover_computed(code)
     route, _ = load_route(root / "data" / "route.yml", root=root)
     labs_of = {entry.slug: entry.lab_names for entry in route.entries}
     known_labs = lab_pipeline.discover(root / "labs")

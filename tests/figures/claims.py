@@ -161,7 +161,7 @@ class Sources:
 
     def value(self, marker: str) -> Decimal:
         """The number a ``{{ value:name }}`` of this article stands for: what the article's @article_values function
-        returns on this machine, called as the build calls it (``answers.compute_value``)."""
+        returns on this machine: the build's cached value, or called as the build calls it (``answers.value_of``)."""
         name = registry.VALUE_MARKER.fullmatch(marker)
         assert name is not None, f"{marker!r} is not a value marker"
         values = _stated(self.figures)
@@ -206,7 +206,7 @@ def _stated(module: Path | None) -> dict[str, str]:
     if module not in _VALUES:
         spec = registry.parse_values(module)
         assert spec is not None, f"{module} has no @article_values function"
-        _VALUES[module] = answers.compute_value(spec)  # type: ignore[assignment]
+        _VALUES[module] = answers.value_of(spec)  # type: ignore[assignment]
     return _VALUES[module]
 
 

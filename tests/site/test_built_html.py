@@ -677,14 +677,14 @@ _PLAIN = re.compile(r"[^*`$|\[\]<>{}_\\]{1,6}$")  # prose before a marker, with 
 
 def test_each_computed_number_is_in_its_page(site: Site) -> None:
     """Every ``{{ value:name }}`` of an article reads, in the built page, as what the article's @article_values
-    function computes on this machine (called as the build calls it), after the words written before it; no marker
+    function computes on this machine (``answers.value_of``), after the words written before it; no marker
     is left in any page."""
     from llmsite.figures import answers, registry
 
     specs = registry.discover_values()
     assert specs, "no article declares @article_values: this test checks nothing"
     for slug, spec in specs.items():
-        values = answers.compute_value(spec)
+        values = answers.value_of(spec)  # what the session's build cached, else computed here
         assert isinstance(values, dict)
         page = squash(text_of(site.main(f"articles/{slug}/")))
         source = _read(ROOT / "docs" / "articles" / f"{slug}.md")

@@ -25,7 +25,7 @@ _EXAMPLE = "<!-- figure: 名字 -->"
 
 
 def value_problems(doc: Document, ctx: Context) -> list[Problem]:
-    text = doc.code  # a marker in a code block is shown as written, not replaced
+    text = doc.code  # the prose only: the build replaces a marker in a code block too (no article shows one)
     found = list(VALUE_MARKER.finditer(text))
     starts = {m.start() for m in found}
     out = [Problem(doc.path, line_at(text, m.start(), doc.first_line), "算出的数的标记格式不对，页面上会原样显示它",
