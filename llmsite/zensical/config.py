@@ -28,7 +28,7 @@ from markupsafe import escape
 
 from llmsite.content.articles import ARTICLES_DIR
 from llmsite.content.catalog import ROUTE_PAGE, load_route
-from llmsite.mkdocs.config import SiteConfig
+from llmsite.options import OptionsError, SiteOptions, read_options
 
 _TOP = re.compile(r"^(?P<key>[A-Za-z_]+):", re.M)
 
@@ -65,19 +65,16 @@ def read(path: Path) -> dict[str, Any]:
     return data
 
 
-def plugin_options(config: dict[str, Any], name: str = "llmsite") -> SiteConfig:
+def plugin_options(config: dict[str, Any], name: str = "llmsite") -> SiteOptions:
     """The ``plugins: - llmsite: {...}`` options, checked and with their defaults as the MkDocs plugin has them."""
-    found: dict[str, Any] = {}
+    found: object = None
     for item in config.get("plugins") or []:
         if isinstance(item, dict) and name in item:
-            found = dict(item[name] or {})
-    options = SiteConfig(config_file_path="mkdocs.yml")
-    options.load_dict(found)
-    errors, warnings = options.validate()
-    if errors or warnings:
-        said = "；".join(f"{key}: {problem}" for key, problem in [*errors, *warnings])
-        raise ConfigError(f"mkdocs.yml 的 plugins: - {name}: 的选项有问题：{said}")
-    return options
+            found = item[name]
+    try:
+        return read_options(found)
+    except OptionsError as exc:
+        raise ConfigError(f"mkdocs.yml 的 plugins: - {name}: 的选项有问题：{exc}") from exc
 
 
 def blocks(text: str) -> list[tuple[str, str]]:

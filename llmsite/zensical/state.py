@@ -19,7 +19,7 @@ from llmsite.features.figures import Figures
 from llmsite.features.files import Generated, url_of
 from llmsite.features.labs import Labs
 from llmsite.features.listings import Listings
-from llmsite.mkdocs.config import SiteConfig
+from llmsite.options import SiteOptions
 from llmsite.problems import ContentError
 
 
@@ -62,7 +62,7 @@ class State:
 _CURRENT: State | None = None
 
 
-def compute(options: SiteConfig, repo_url: str | None = None) -> State:
+def compute(options: SiteOptions, repo_url: str | None = None) -> State:
     """Read and check the articles, compute (or read from the cache) everything the pages embed."""
     from llmsite.features.playground import Playground
 

@@ -206,11 +206,10 @@ def test_no_module_of_llmsite_imports_a_higher_floor(edges: list[Edge]) -> None:
     assert upward(edges) == []
 
 
-# The builder-independent parts (ARCHITECTURE.md: "不导入 MkDocs"), and the one thing the Zensical adapter takes from
-# the MkDocs one: the plugin options' schema, so both read the same mkdocs.yml options with the same checks.
+# The builder-independent parts (ARCHITECTURE.md: "不导入 MkDocs"); the plugin options' schema is one of them
+# (options.py), so the Zensical adapter takes nothing from the MkDocs one.
 NO_BUILDER = ("features", "content", "figures", "exercises", "labs", "playground", "artifacts", "extension", "cache",
-              "csp", "lane")
-ZENSICAL_FROM_MKDOCS = frozenset({"llmsite.mkdocs.config"})
+              "csp", "lane", "options")
 
 
 def _external_imports(path: Path) -> set[str]:
@@ -234,7 +233,25 @@ def test_the_two_adapters_stand_side_by_side(edges: list[Edge]) -> None:
     assert across == [], "MkDocs 的适配层不导入 Zensical 的"
     taken = {e.target for e in edges
              if e.source.startswith("llmsite.zensical") and e.target.startswith("llmsite.mkdocs")}
-    assert taken == ZENSICAL_FROM_MKDOCS, f"Zensical 的适配层只从 MkDocs 的拿插件选项的定义，现在拿了 {sorted(taken)}"
+    assert taken == set(), f"Zensical 的适配层不导入 MkDocs 的，现在拿了 {sorted(taken)}"
+
+
+def test_the_zensical_build_reaches_no_mkdocs(edges: list[Edge]) -> None:
+    """Material and MkDocs 1.x reach their end: the Zensical adapter and every module of llmsite it reaches (function
+    level imports included) import none of MkDocs, Material or ProperDocs, so it builds without them installed."""
+    found = modules(PACKAGE)
+    reached = {name for name in found if name.startswith("llmsite.zensical")}
+    todo = list(reached)
+    while todo:
+        source = todo.pop()
+        for edge in edges:
+            if edge.source == source and edge.target not in reached:
+                reached.add(edge.target)
+                todo.append(edge.target)
+    assert "llmsite.extension" in reached and "llmsite.features.figures" in reached, "the walk follows the imports"
+    for name in sorted(reached):
+        builders = _external_imports(found[name]) & {"mkdocs", "material", "properdocs"}
+        assert not builders, f"{found[name].relative_to(ROOT)}（Zensical 构建用到）导入了 {sorted(builders)}"
 
 
 # ------------------------------------------------------------------------------------------------ the reader itself

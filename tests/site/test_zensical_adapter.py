@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import posixpath
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 import yaml
 
 from llmsite.content.render import _href, url_for
+from llmsite.mkdocs.config import SiteConfig
 from llmsite.zensical import build, config, stage
 from llmsite.zensical.extension import rebase
 
@@ -104,9 +106,14 @@ def test_the_plugin_options_are_read_as_the_mkdocs_plugin_reads_them():
     values = config.read(ROOT / "mkdocs.yml")
     options = config.plugin_options(values)
     written = next(item["llmsite"] for item in values["plugins"] if isinstance(item, dict) and "llmsite" in item)
-    for key, value in (written or {}).items():
-        assert options[key] == value
-    # an option mkdocs.yml leaves out gets the MkDocs plugin's default, not a second copy of it
+    assert written, "mkdocs.yml sets some options: the loop below checks them"
+    for key, value in written.items():
+        assert getattr(options, key) == value
+    mkdocs = SiteConfig(config_file_path="mkdocs.yml")
+    mkdocs.load_dict(dict(written))
+    assert mkdocs.validate() == ([], [])
+    assert dict(mkdocs) == asdict(options), "the MkDocs plugin sees the same options, defaults included"
+    # an option mkdocs.yml leaves out gets the one default both adapters read (llmsite.options)
     assert config.plugin_options({"plugins": ["search", {"llmsite": None}]}).articles_per_page == 20
 
 
@@ -114,10 +121,21 @@ def test_the_plugin_options_are_read_as_the_mkdocs_plugin_reads_them():
     ({"articles_per_page": "many"}, "articles_per_page"),
     ({"latest_on_hom": 3}, "latest_on_hom"),
     ({"pdf": "yes please"}, "pdf"),
+    ({"pdf": 1}, "pdf"),
+    ({"articles_per_page": True}, "articles_per_page"),
 ])
-def test_a_wrong_plugin_option_stops_the_build_naming_it(options, named):
+def test_a_wrong_plugin_option_stops_both_builds_naming_it(options, named):
     with pytest.raises(config.ConfigError, match=f"mkdocs.yml.*{named}"):
         config.plugin_options({"plugins": [{"llmsite": options}]})
+    mkdocs = SiteConfig(config_file_path="mkdocs.yml")
+    mkdocs.load_dict(options)
+    errors, warnings = mkdocs.validate()  # mkdocs build --strict stops on either
+    assert [key for key, _ in errors + warnings] == [named]
+
+
+def test_a_plugin_block_that_is_not_a_mapping_stops_the_build():
+    with pytest.raises(config.ConfigError, match="映射"):
+        config.plugin_options({"plugins": [{"llmsite": ["pdf"]}]})
 
 
 @pytest.mark.parametrize(("reported", "shown"), [
