@@ -351,12 +351,13 @@ def clean_build(trained_artifacts: dict[str, Path]) -> CleanBuild:
 def zensical_site(built_site: BuiltSite) -> BuiltSite:
     """The same commit built with Zensical (``python -m llmsite zensical``), once per run, after ``built_site`` so
     that it reads the figures, labs and models that build put in the cache (it recomputes nothing). Its pages are
-    served beside the MkDocs build's, at ``/zensical/<subpath>/``."""
+    served beside the MkDocs build's, at ``/zensical/<subpath>/``. It is built with MkDocs, Material and ProperDocs
+    unimportable (``tests/without_mkdocs.py``): the day they are uninstalled, this build still works."""
     out_dir = shared_dir() / "pages" / "zensical" / SUBPATH
     staging = shared_dir() / "zensical-stage"
     url = f"http://127.0.0.1:{site_port()}/zensical/{SUBPATH}/"
     env = {**os.environ, "SITE_URL": url, **lane_build_env()}
-    cmd = [sys.executable, "-m", "llmsite", "zensical", "--out", str(out_dir), "--stage", str(staging)]
+    cmd = [sys.executable, "-m", "tests.without_mkdocs", "zensical", "--out", str(out_dir), "--stage", str(staging)]
     result = once_per_run("zensical-site", lambda: _build(cmd, env, BUILD_TIMEOUT))
     output = _require_clean("python -m llmsite zensical", cmd, result, out_dir)
     return BuiltSite(out_dir, url, output, site_port())

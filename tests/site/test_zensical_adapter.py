@@ -168,3 +168,15 @@ def test_a_feature_that_stops_before_zensical_runs_ends_the_build_in_one_message
     assert build.main([]) == 1
     err = capsys.readouterr().err
     assert "Zensical 构建停止" in err and "code/figures/x.py:12: ZeroDivisionError" in err and "Traceback" not in err
+
+
+def test_the_suite_builds_the_zensical_site_with_mkdocs_unimportable():
+    """``zensical_site`` (tests/conftest.py) runs the build under this blocker: it must refuse what it says it does."""
+    from tests import without_mkdocs
+
+    blocker = without_mkdocs.Blocker()
+    for name in ("mkdocs", "mkdocs.config.config_options", "material", "material.plugins.search", "properdocs"):
+        with pytest.raises(ModuleNotFoundError, match="must not need it"):
+            blocker.find_spec(name)
+    for name in ("markdown", "pymdownx.superfences", "zensical", "mkdocs_jupyter.nbconvert2", "llmsite.zensical"):
+        assert blocker.find_spec(name) is None
