@@ -207,13 +207,42 @@ def has_variant(poem: str, train: Sequence[str], places: int = VARIANT_PLACES) -
 # --8<-- [end:variants]
 
 
+def variant_flags(poems: Sequence[str], train: Sequence[str], places: int = VARIANT_PLACES) -> list[bool]:
+    """[has_variant(p, train, places) for p in poems]，结果相同，快得多：同样字数的训练集诗排成一个张量，一次比完。
+
+    has_variant 是照定义写的参考（一首一首逐字比，几百首要比上百万次）；测试在整个语料上核对两者相同。"""
+    if isinstance(poems, str) or not isinstance(poems, Sequence) or not poems:
+        raise ValueError("poems 应是非空的诗的列表（list[str]）；一首也要放进列表")
+    for poem in poems:
+        check_variant_args(poem, [], places)
+    check_variant_args(poems[0], train, places)
+    def by_length(texts: Sequence[str]) -> dict[int, list[int]]:  # 字数 → 这么长的诗在 texts 里的位置
+        groups: dict[int, list[int]] = {}
+        for i, text in enumerate(texts):
+            groups.setdefault(len(text), []).append(i)
+        return groups
+
+    def codes(texts: Sequence[str], which: list[int]) -> Tensor:  # (首数, 字数) 的字符编码
+        return torch.tensor([[ord(c) for c in texts[i]] for i in which], dtype=torch.int32)
+
+    flags = [False] * len(poems)
+    train_groups = by_length(train)
+    for n, which in by_length(poems).items():
+        if n not in train_groups:
+            continue
+        differ = (codes(poems, which)[:, None, :] != codes(train, train_groups[n])[None, :, :]).sum(dim=-1)
+        for i, found in zip(which, (differ <= places).any(dim=1).tolist(), strict=True):
+            flags[i] = found
+    return flags
+
+
 def held_out_heads(tok: CharTokenizer) -> tuple[list[str], list[str], list[bool]]:
     """(训练集的藏头, 验证集的藏头, 验证集每首在训练集里有没有异文)：只留四个句首字都在词表里的诗。"""
     train_text, held_text = split_poems(load_poems())
     train = [p for p in train_text.splitlines() if usable(p, tok)]
     held = [p for p in held_text.splitlines() if usable(p, tok)]
     all_train = train_text.splitlines()  # 异文在全部训练集的诗里找
-    return [line_heads(p) for p in train], [line_heads(p) for p in held], [has_variant(p, all_train) for p in held]
+    return [line_heads(p) for p in train], [line_heads(p) for p in held], variant_flags(held, all_train)
 
 
 @torch.no_grad()

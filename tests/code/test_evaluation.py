@@ -28,8 +28,9 @@ from evaluation import (
     sample_acrostics,
     save_comparison,
     score_poems,
+    variant_flags,
 )
-from gpt_from_scratch import poem_config
+from gpt_from_scratch import load_poems, poem_config, split_poems
 from tiny_transformer import TinyTransformer
 
 from tests.code.test_lora_train import random_gpt, tok  # 第一阶段的词表，和这个形状的随机 GPT
@@ -141,6 +142,24 @@ def test_variants_by_places() -> None:
     assert not has_variant(POEM, [SPRING, POEM[:-1]])  # 字数不同的不比
 
 
+def test_the_fast_variant_search_equals_the_reference_on_the_corpus() -> None:
+    """variant_flags（构建用的）和 has_variant（文章里照定义写的）在整个验证集上给出同样的 True / False。"""
+    train_text, held_text = split_poems(load_poems())
+    train, held = train_text.splitlines(), held_text.splitlines()
+    flags = variant_flags(held, train)
+    assert flags == [has_variant(p, train) for p in held]
+    assert 0 < sum(flags) < len(held), "both answers occur: the comparison can tell the two apart"
+    for places in (0, 1, 3):
+        assert variant_flags(held[:40], train, places) == [has_variant(p, train, places) for p in held[:40]]
+
+
+def test_the_fast_variant_search_handles_lengths_the_training_set_lacks() -> None:
+    train = [POEM.replace("新", "親").replace("春", "秋"), SPRING[:-1]]
+    three_apart = POEM.replace("四", "五").replace("一", "二").replace("送", "迎")
+    poems = [POEM, SPRING, SPRING[:-2] + "？", "山" * 7, three_apart]
+    assert variant_flags(poems, train) == [has_variant(p, train) for p in poems] == [True, False, True, False, False]
+
+
 def test_rate_and_round_trip(tmp_path) -> None:
     r = rate(3, 10)
     assert r.value == 0.3 and r.interval[0] < 0.3 < r.interval[1]
@@ -188,6 +207,10 @@ def test_rate_and_round_trip(tmp_path) -> None:
     (lambda: has_variant(POEM, POEM), "list"),
     (lambda: has_variant("", [POEM]), "非空的 str"),
     (lambda: has_variant(POEM, [POEM], places=-1), "places 应是不小于 0"),
+    (lambda: variant_flags(POEM, [POEM]), "诗的列表"),
+    (lambda: variant_flags([], [POEM]), "非空"),
+    (lambda: variant_flags([POEM, ""], [POEM]), "非空的 str"),
+    (lambda: variant_flags([POEM], POEM), "list"),
     (lambda: rate(3, 2), "successes 应在 0 到 n"),
     (lambda: check_comparison({"runs": {}}), "compare_models"),
     (lambda: load_comparison("/nonexistent/c.pt"), "找不到"),
