@@ -52,6 +52,7 @@ EVERYWHERE = (
     ("pyproject.toml", "包和测试的设置（pyproject.toml）"),
     ("tests/conftest.py", "所有测试共用的构建、服务器和浏览器（tests/conftest.py）"),
     ("tests/scheduling.py", "测试的调度（tests/scheduling.py）"),
+    ("tests/without_mkdocs.py", "测试里 Zensical 站点的构建方式（tests/without_mkdocs.py）"),
     ("tests/browser/same_look.js", "axe 的颜色对比检查（tests/browser/same_look.js）"),
 )
 # Folders whose files are inputs of articles: a file here that no article is known to use counts as shared.

@@ -143,6 +143,21 @@ def test_what_every_page_is_made_of_selects_the_whole_suite_and_says_why(made_up
     assert any(line.startswith(f"{path}：") and "全套测试" in line for line in selection.explain())
 
 
+def test_every_helper_the_shared_harness_imports_or_runs_selects_the_whole_suite(made_up: graph.SiteGraph) -> None:
+    """tests/conftest.py imports some modules of tests/ and runs others (``-m tests.x``) in every lane: a change to one
+    of them reaches every article, as a change to conftest.py does."""
+    text = (ROOT / "tests" / "conftest.py").read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    names = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    names |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    helpers = sorted(f"{name.replace('.', '/')}.py" for name in names
+                     if re.fullmatch(r"tests(\.\w+)+", name) and (ROOT / f"{name.replace('.', '/')}.py").is_file())
+    assert {"tests/scheduling.py", "tests/without_mkdocs.py"} <= set(helpers), helpers
+    for path in helpers:
+        assert changes.articles_for_changes([path], made_up).whole_suite, path
+
+
 ROUTE_WITHOUT_GAMMA = ("stages:\n  - title: 一\n    summary: 一\n    articles:\n"
                       "      - slug: alpha\n        labs: [labs/alpha_lab.ipynb]\n      - beta\n")
 
