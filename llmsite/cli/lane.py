@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from llmsite.lane import changes, run
 from llmsite.lane.graph import SiteGraph, load
 from llmsite.paths import rel
 
 
-def _list(graph: SiteGraph, slugs: list[str]) -> None:
+def _list(graph: SiteGraph, slugs: list[str], also: list[Path] | None = None) -> None:
     for slug in slugs:
         art = graph.articles[slug]
         print(f"{slug}（{rel(art.source, graph.root)}）")
@@ -31,6 +32,10 @@ def _list(graph: SiteGraph, slugs: list[str]) -> None:
         print("  测试文件：")
         for chosen in run.chosen_tests(graph, [slug]):
             print(f"    {rel(chosen.path, graph.root)}  ← {chosen.why}")
+    if also:
+        print("另外运行（改动的模块自己的测试）：")
+        for path in also:
+            print(f"    {rel(path, graph.root)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,11 +87,12 @@ def _changed(graph: SiteGraph, revisions: str, run_them: bool, listing: bool, wo
     for line in selection.explain():
         print(line, file=sys.stderr)
     slugs = list(graph.articles) if selection.whole_suite else selection.slugs()
+    own = changes.own_tests(paths, graph.root)
     if not run_them or listing:
         for slug in slugs:
             print(slug)
         if listing:
-            _list(graph, slugs)
+            _list(graph, slugs, own)
         return 0
     if selection.whole_suite:
         print("改动影响每一篇文章：车道不单独运行，全套测试会检查全部内容。", file=sys.stderr)
@@ -94,4 +100,4 @@ def _changed(graph: SiteGraph, revisions: str, run_them: bool, listing: bool, wo
     if not slugs:
         print(f"改动（{len(paths)} 个文件）不涉及任何文章：没有车道要运行，全套测试会检查它们。", file=sys.stderr)
         return 0
-    return run.run(graph, slugs, workers, extra)
+    return run.run(graph, slugs, workers, extra, also=own)

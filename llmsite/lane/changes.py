@@ -59,6 +59,22 @@ EVERYWHERE = (
 ARTICLE_INPUTS = ("docs/articles/", "code/", "labs/", "data/")
 
 
+def own_tests(paths: Iterable[str], root: Path = ROOT) -> list[Path]:
+    """The test file of each changed module of ``code/`` (``tests/code/test_<module>.py``), where there is one.
+
+    A lane runs the tests of the modules its article includes; a module only imported by others (the figures' style
+    ``figkit.py``, a model a lab trains) has tests no lane runs. When such a module changes, the lanes of the articles
+    that use it run its own tests as well."""
+    found = []
+    for path in paths:
+        pure = PurePosixPath(path)
+        if pure.parent == PurePosixPath("code") and pure.suffix == ".py":
+            test = root / "tests" / "code" / f"test_{pure.stem}.py"
+            if test.is_file() and test not in found:
+                found.append(test)
+    return found
+
+
 @dataclass
 class Selection:
     """The answer for one set of changed files."""

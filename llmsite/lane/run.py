@@ -36,11 +36,14 @@ def content_problems(graph: SiteGraph, slugs: list[str]) -> list[str]:
     return [str(p) for p in sorted(set(site.problems)) if p.path in files]
 
 
-def chosen_tests(graph: SiteGraph, slugs: list[str]) -> list[select.Chosen]:
+def chosen_tests(graph: SiteGraph, slugs: list[str], also: list[Path] | None = None) -> list[select.Chosen]:
+    """The lanes' test files, then ``also`` (the own tests of changed modules, ``changes.own_tests``) if not chosen."""
     seen: dict[Path, select.Chosen] = {}
     for slug in slugs:
         for chosen in select.tests_for(graph, slug):
             seen.setdefault(chosen.path, chosen)
+    for path in also or []:
+        seen.setdefault(path, select.Chosen(path, "改动的模块自己的测试"))
     return list(seen.values())
 
 
@@ -90,9 +93,9 @@ def _rerun(slugs: list[str], nodeid: str) -> str:
 
 
 def run(graph: SiteGraph, slugs: list[str], workers: str | None = None, extra: list[str] | None = None,
-        out: TextIO | None = None) -> int:
-    """Run the lanes of ``slugs`` together; print the selection, the failures and the times. Returns the exit status
-    (0 when everything passed)."""
+        out: TextIO | None = None, also: list[Path] | None = None) -> int:
+    """Run the lanes of ``slugs`` together, and the test files ``also``; print the selection, the failures and the
+    times. Returns the exit status (0 when everything passed)."""
     out = out or sys.stdout
     names = "、".join(slugs)
     started = time.perf_counter()
@@ -105,7 +108,7 @@ def run(graph: SiteGraph, slugs: list[str], workers: str | None = None, extra: l
               "构建也会因为它们停下，所以测试没有运行。", file=out, flush=True)
         return 1
     print(f"内容检查通过（{checked:.1f} s）", file=out)
-    chosen = chosen_tests(graph, slugs)
+    chosen = chosen_tests(graph, slugs, also)
     print(f"车道 {names} 运行这些测试文件（由文章的依赖选出）：", file=out)
     for item in chosen:
         print(f"  {rel(item.path, graph.root)}  ← {item.why}", file=out)

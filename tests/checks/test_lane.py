@@ -542,3 +542,32 @@ def test_the_lane_says_what_its_build_recomputed() -> None:
         "figures: [产物] tang-gpt                  98.44 s  (code/gpt_from_scratch.py: train_poem_gpt)",
         "figures: 重新生成 11 张图，用时 210.5 s", "labs: 执行了 5 个实验，用时 37.0 s",
         "Documentation built in 259.96 seconds"]
+
+
+def test_a_changed_module_brings_its_own_tests_into_the_lanes(real: graph.SiteGraph) -> None:
+    """figkit.py (every figure's style) is only imported by figure modules: no lane chose its tests before."""
+    figkit = ROOT / "tests" / "code" / "test_figkit.py"
+    paths = ["code/figkit.py", "code/figkit.py", "code/figures/attention.py", "docs/articles/transformer-attention.md",
+             "code/no_such_module.py"]
+    assert changes.own_tests(paths, ROOT) == [figkit]
+    plain = run.chosen_tests(real, ["transformer-attention"])
+    assert figkit not in [c.path for c in plain]
+    widened = run.chosen_tests(real, ["transformer-attention"], also=[figkit, plain[0].path])
+    assert widened[:len(plain)] == plain, "the lane's own choices and reasons come first, unchanged"
+    assert widened[len(plain):] == [select.Chosen(figkit, "改动的模块自己的测试")]
+
+
+def test_the_pull_request_lanes_run_the_changed_modules_own_tests(monkeypatch: pytest.MonkeyPatch,
+                                                                   real: graph.SiteGraph) -> None:
+    from llmsite.cli import lane as cli
+
+    ran: dict = {}
+    monkeypatch.setattr(cli, "load", lambda root=None: real)
+    monkeypatch.setattr(changes, "changed_files", lambda revisions, root: ["code/figkit.py"])
+    monkeypatch.setattr(changes, "base_of", lambda revisions, root: "base")
+    monkeypatch.setattr(changes, "file_at", lambda base, root: lambda path: None)
+    monkeypatch.setattr(run, "run", lambda graph, slugs, workers, extra, also=None: ran.update(slugs=slugs, also=also)
+                        or 0)
+    assert cli.main(["--changed", "main...HEAD", "--run"]) == 0
+    assert ran["also"] == [ROOT / "tests" / "code" / "test_figkit.py"]
+    assert "transformer-attention" in ran["slugs"], "figkit.py is used by the articles' figures"
