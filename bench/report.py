@@ -221,6 +221,19 @@ def render(results: dict[str, Any]) -> str:
     elif cb:
         parts.append(f"\nCold builders: FAILED: {cb['error'][:500]}")
 
+    sg = results.get("stage-growth")
+    if sg and "error" not in sg:
+        rows = [[f"cold build {which} stage {sg.get('stage')}", _s(sg.get(f"cold_{which}")),
+                 f"CPU {_s(sg.get(f'cold_{which}_cpu'))}; figure and lab steps {_s(sg.get(f'cold_{which}_computed'))}"]
+                for which in ("without", "with")]
+        rows.append([f"growth ({', '.join(sg.get('articles') or [])})", _num(sg.get("growth_s"), ".1f", " s"),
+                     f"CPU {_num(sg.get('growth_cpu_s'), '.1f', ' s')}; load "
+                     f"{sg.get('load_average_start')} -> {sg.get('load_average_end')}"])
+        parts.append(f"\nCold build with and without stage {sg.get('stage')} ({sg.get('title')}), interleaved\n"
+                     + table(rows, ["", "seconds", "note"]))
+    elif sg:
+        parts.append(f"\nStage growth: FAILED: {sg['error'][:500]}")
+
     s = results.get("serve")
     if s and "error" not in s:
         figs = s.get("figures_rebuilt_logged") or []

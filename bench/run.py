@@ -7,6 +7,7 @@
     python -m llmsite bench --only cold-builders --quick   # cold build, MkDocs and Zensical interleaved
     python -m llmsite bench --only scaling --sizes 1000 --scaling-repeats 8   # per-article ratio at N = 1,000
     python -m llmsite bench --only marginal [--marginal-suite]   # cost of one more article: cold build (and suite)
+    python -m llmsite bench --only stage-growth [--stage 3]   # what one stage of the route adds to a cold build
     python -m llmsite bench --only lighthouse [--lighthouse-repeats N]   # mobile Lighthouse, ours vs plain Material
     python -m llmsite bench --only playground      # the model in the browser: tokens/s against PyTorch, bytes
     python -m llmsite bench --out bench-results/ --keep
@@ -32,13 +33,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import build, common, lighthouse, marginal, playground, report, scaling, serve, serve_scale, weight
+from bench import (
+    build,
+    common,
+    lighthouse,
+    marginal,
+    playground,
+    report,
+    scaling,
+    serve,
+    serve_scale,
+    stage_growth,
+    weight,
+)
 from bench.common import REPO, BenchError, fingerprint, load_average, log, machine_info
 
 FAMILIES = ("build", "cold-builders", "serve", "scaling", "weight", "lighthouse", "serve-scale", "marginal",
-            "playground")
+            "playground", "stage-growth")
 # Without --only: all but serve-scale (three preview servers at N = 100 and 1,000: about 30 minutes more) and
-# marginal (two cold builds, and with --marginal-suite two runs of the test suite: about an hour).
+# marginal (two cold builds, and with --marginal-suite two runs of the test suite: about an hour) and stage-growth
+# (two cold builds, one of them of the whole site: about 12 minutes).
 DEFAULT_FAMILIES = ("build", "serve", "scaling", "weight", "lighthouse", "playground")
 FULL_SIZES = [10, 100, 300, 1000]
 QUICK_SIZES = [10, 100]
@@ -91,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--marginal-suite", action="store_true", help="marginal: also time the test suite in both copies (long)"
     )
+    parser.add_argument("--stage", type=int, default=stage_growth.DEFAULT_STAGE,
+                        help="stage-growth: the stage of data/route.yml to leave out (1-based)")
+    parser.add_argument("--stage-repeats", type=int, default=stage_growth.DEFAULT_REPEATS,
+                        help="stage-growth: interleaved pairs of cold builds (with, without the stage)")
     parser.add_argument(
         "--lighthouse-repeats", type=int, default=1, help="lighthouse: runs of each page on each site (median)"
     )
@@ -165,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
             mctx = marginal.MarginalContext(tmp, repeats=args.marginal_repeats, suite=args.marginal_suite)
             results["settings"]["marginal"] = {"repeats": mctx.repeats, "suite": mctx.suite}
             _guard("marginal", lambda: marginal.run(mctx), results)  # type: ignore[arg-type]
+        if "stage-growth" in families:
+            gctx = stage_growth.StageContext(tmp, stage=args.stage, repeats=args.stage_repeats)
+            results["settings"]["stage_growth"] = {"stage": gctx.stage, "repeats": gctx.repeats}
+            _guard("stage-growth", lambda: stage_growth.run(gctx), results)
         if "lighthouse" in families:
             results["settings"]["lighthouse_repeats"] = args.lighthouse_repeats
             _guard("lighthouse", lambda: lighthouse.run(tmp, build.ensure_seed(bctx)[1], args.lighthouse_repeats),
