@@ -138,6 +138,7 @@ def build_snapshot(code_dir: Path = CODE) -> Iterator[CodeSnapshot]:
         taken = _ACTIVE.get()
         assert taken is not None
         yield taken
+        _write_bundle(taken)  # what this build read or computed, in one file for the next build of the same code
     finally:
         _ACTIVE.reset(token)
 
@@ -375,8 +376,15 @@ def _load(path: Path) -> object:
 def _on_disk(kind: str, roots: tuple[tuple[Path, str | None], ...], code_dir: Path, compute: Callable[[], T]) -> T:
     """``compute()``, or what it returned in an earlier process for the same roots and the same code."""
     snap = _snapshot(code_dir)
-    if snap is not None and (found := _load(_entry(kind, roots, code_dir, snap.digests))) is not _MISSING:
-        return cast(T, found)
+    expected = None
+    if snap is not None:
+        expected = _entry(kind, roots, code_dir, snap.digests)
+        bundle = _bundle(snap)
+        if expected.name in bundle.entries:
+            return cast(T, bundle.entries[expected.name])
+        if (found := _load(expected)) is not _MISSING:
+            bundle.put(expected.name, found)
+            return cast(T, found)
     # No snapshot, or nothing stored: the files as they are now. What is stored under a digest must be what those
     # very contents give, even if a file was edited after the build's snapshot was taken.
     now = {p: _content_digest(p, (st := p.stat()).st_mtime_ns, st.st_size) for p in code_dir.rglob("*.py")}
@@ -386,7 +394,72 @@ def _on_disk(kind: str, roots: tuple[tuple[Path, str | None], ...], code_dir: Pa
     result = compute()
     with contextlib.suppress(OSError):  # a read-only cache only costs time
         atomic.write_bytes(path, pickle.dumps(result))
+    if snap is not None and path == expected:  # not if a file was edited since the snapshot: the bundle is of it
+        _bundle(snap).put(path.name, result)
     return result
+
+
+# --------------------------------------------------------------------------- one file of entries per code/ state
+#
+# A warm build reads some ninety entries above, one file each, and unpickling the Path objects in them costs more
+# than reading the files. The entries one build used are also written together, under the digest of the whole
+# snapshot, with every path stored once: the next build of the same code reads one file. An entry is looked up
+# in the bundle by its own file name, which already names everything it depends on, so the bundle can only be
+# missing entries, never hold a wrong one; a missing or damaged bundle falls back to the entries' own files.
+
+_BUNDLE_KEY = ("bundle",)
+
+
+@dataclass
+class _Bundle:
+    path: Path
+    entries: dict[str, object]
+    dirty: bool = False
+
+    def put(self, name: str, value: object) -> None:
+        self.entries[name] = value
+        self.dirty = True
+
+
+def _bundle_path(snap: CodeSnapshot) -> Path:
+    inputs = {"algorithm": _ALGORITHM, "code_dir": str(snap.code_dir),
+              "files": sorted([str(p), d] for p, d in snap.digests.items())}
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:32]
+    return CACHE / "deps" / "bundles" / f"{digest}.pickle"
+
+
+def _bundle(snap: CodeSnapshot) -> _Bundle:
+    found = snap.memo.get(_BUNDLE_KEY)
+    if not isinstance(found, _Bundle):
+        path = _bundle_path(snap)
+        loaded = _load(path)
+        found = _Bundle(path, dict(loaded) if isinstance(loaded, dict) else {})
+        snap.memo[_BUNDLE_KEY] = found
+    return found
+
+
+def _interned(value: object, paths: dict[str, Path]) -> object:
+    """``value`` with every equal Path replaced by one object (pickle then stores each path once)."""
+    if isinstance(value, Path):
+        return paths.setdefault(str(value), value)
+    if isinstance(value, DefinitionDeps):
+        return DefinitionDeps(cast(dict, _interned(value.digests, paths)), cast(dict, _interned(value.names, paths)),
+                              cast(set, _interned(value.roots, paths)))
+    if isinstance(value, dict):
+        return {_interned(k, paths): _interned(v, paths) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return type(value)(_interned(v, paths) for v in value)
+    return value
+
+
+def _write_bundle(snap: CodeSnapshot) -> None:
+    found = snap.memo.get(_BUNDLE_KEY)
+    if not isinstance(found, _Bundle) or not found.dirty:
+        return
+    paths: dict[str, Path] = {}
+    entries = {name: _interned(value, paths) for name, value in sorted(found.entries.items())}
+    with contextlib.suppress(OSError):  # a read-only cache only costs time
+        atomic.write_bytes(found.path, pickle.dumps(entries))
 
 
 def _definition_deps(roots: list[tuple[Path, str | None]], code_dir: Path = CODE) -> DefinitionDeps:

@@ -150,3 +150,50 @@ def test_an_artifact_key_is_computed_once_per_build(code: Path, monkeypatch: pyt
     artifacts.key_for(model, code, code.parent)
     artifacts.key_for(model, code, code.parent)
     assert len(computed) == 4, "without a build snapshot nothing is remembered"
+
+
+def _bundles(code: Path) -> list[Path]:
+    return sorted((code.parent / "cache" / "deps" / "bundles").glob("*.pickle"))
+
+
+def test_the_next_build_of_the_same_code_reads_one_file(code: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (code / "other.py").write_text("from helpers import unused\n\n\ndef figure():\n    return unused()\n")
+    roots = [[(code / "plot.py", "figure")], [(code / "other.py", "figure")], [(code / "helpers.py", "scale")]]
+    with deps.build_snapshot(code):
+        first = [deps.definition_deps(r, code) for r in roots] + [deps.closure(code / "plot.py", code)]
+    [bundle] = _bundles(code)
+    deps._remembered.cache_clear()  # a new process
+    loaded: list[Path] = []
+    real_load = deps._load
+    monkeypatch.setattr(deps, "_load", lambda path: loaded.append(path) or real_load(path))
+    with deps.build_snapshot(code):
+        again = [deps.definition_deps(r, code) for r in roots] + [deps.closure(code / "plot.py", code)]
+    assert loaded == [bundle], "one file for the four entries"
+    for a, b in zip(first[:3], again[:3], strict=True):
+        assert (a.digests, a.names, a.roots) == (b.digests, b.names, b.roots)
+    assert first[3] == again[3] == [code / "helpers.py", code / "plot.py"]
+    assert _bundles(code) == [bundle], "nothing new to write: the bundle is not rewritten under another name"
+
+
+def test_an_edit_gives_another_bundle_and_a_damaged_one_falls_back(code: Path) -> None:
+    roots = [(code / "plot.py", "figure")]
+    with deps.build_snapshot(code):
+        before = deps.definition_deps(roots, code)
+    (code / "helpers.py").write_text("def scale(x):\n    return 3 * x\n\n\ndef unused():\n    return 0\n")
+    deps._remembered.cache_clear()
+    with deps.build_snapshot(code):
+        after = deps.definition_deps(roots, code)
+    assert after.digests[code / "helpers.py"] != before.digests[code / "helpers.py"]
+    assert len(_bundles(code)) == 2, "one bundle per state of code/"
+    for bundle in _bundles(code):
+        bundle.write_bytes(b"not a pickle")
+    deps._remembered.cache_clear()
+    with deps.build_snapshot(code):
+        assert deps.definition_deps(roots, code).digests == after.digests
+
+
+def test_an_entry_computed_after_an_edit_inside_a_build_stays_out_of_its_bundle(code: Path) -> None:
+    with deps.build_snapshot(code):
+        (code / "helpers.py").write_text("def scale(x):\n    return 3 * x\n\n\ndef unused():\n    return 0\n")
+        deps.definition_deps([(code / "plot.py", "figure")], code)  # parsed now, from the edited files
+    assert _bundles(code) == [], "the bundle is of the snapshot, which did not see the edit"
