@@ -11,7 +11,7 @@ to one of the removed ones, that is reported and nothing is measured.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,6 @@ class StageContext:
     tmp: Path
     stage: int = DEFAULT_STAGE
     repeats: int = DEFAULT_REPEATS
-    notes: list[str] = field(default_factory=list)
 
 
 def remove_stage(root: Path, stage: int) -> dict[str, Any]:
