@@ -398,7 +398,8 @@ def evaluate_policy(model: TinyTransformer, ref: TinyTransformer, tok: CharToken
     return {"sampled": {**tally(many, sampled.texts, rhyme), "distinct": distinct_share(sampled.texts)},
             "greedy": {**tally(list(heads), greedy_texts, rhyme), "distinct": distinct_share(greedy_texts),
                        "head_prob": head_probs.mean().item()},
-            "kl": sequence_kl(model, ref, tokens, mask), "poems": sampled.texts, "greedy_poems": greedy_texts}
+            "kl": 0.0 if model is ref else sequence_kl(model, ref, tokens, mask),  # 和自己比，KL 就是 0
+            "poems": sampled.texts, "greedy_poems": greedy_texts}
 # --8<-- [end:evaluate]
 
 
@@ -407,9 +408,9 @@ BETAS = (0.03, 0.1, 0.3, 1.0)  # β 的扫描：只在种子 0 上做
 IPO_BETA = 1.0  # IPO 把每个词元平均的对数概率比之差拉向 1/(2β) = 0.5
 
 
-def run_seed(seed: int, s: DPOSettings, betas: Sequence[float] = ()) -> dict[str, Any]:
-    """一个种子的全部：造偏好对、奖励模型、DPO、IPO，再加 betas 里其余 β 的 DPO；各自在验证集上评估。"""
-    check_run_args(seed, s, betas)
+def run_seed(seed: int, s: DPOSettings, betas: Sequence[float] = (), ipo: bool = False) -> dict[str, Any]:
+    """一个种子的全部：造偏好对、奖励模型、DPO，ipo=True 时再加 IPO，再加 betas 里其余 β 的 DPO；各自在验证集上评估。"""
+    check_run_args(seed, s, betas, ipo)
     s = replace(s, seed=seed)
     start, tok = capable_model(seed)  # code/capable_sft.py：同一个种子的 SFT 模型
     train_poems, held_poems = poem_lists()
@@ -425,7 +426,7 @@ def run_seed(seed: int, s: DPOSettings, betas: Sequence[float] = ()) -> dict[str
     rm, rm_history = train_reward_model(start, train_pairs, s)
     out["reward_model"] = {"history": rm_history, "held_accuracy": pair_accuracy(rm, held_pairs),
                            "train_accuracy": pair_accuracy(rm, train_pairs)}
-    runs = {"dpo": s, "ipo": replace(s, loss="ipo", beta=IPO_BETA)}
+    runs = {"dpo": s, **({"ipo": replace(s, loss="ipo", beta=IPO_BETA)} if ipo else {})}
     runs.update({f"dpo-beta-{b}": replace(s, beta=b) for b in betas if b != s.beta})
     out["runs"] = {}
     for name, settings in runs.items():
@@ -439,12 +440,13 @@ def run_seed(seed: int, s: DPOSettings, betas: Sequence[float] = ()) -> dict[str
 
 
 def dpo_experiment(s: DPOSettings | None = None) -> dict[str, Any]:
-    """文章的全部数字：每个种子（capable_sft.SEEDS）一份 run_seed，β 的扫描只在第一个种子上做。"""
+    """文章的全部数字：每个种子（capable_sft.SEEDS）一份 run_seed；IPO 和 β 的扫描只在第一个种子上做。"""
     s = DPOSettings() if s is None else s
     check_settings(s)
     _, tok = capable_model(SEEDS[0])
     return {"settings": s, "chars": tok.chars,
-            "seeds": {seed: run_seed(seed, s, BETAS if seed == SEEDS[0] else ()) for seed in SEEDS}}
+            "seeds": {seed: run_seed(seed, s, BETAS, ipo=True) if seed == SEEDS[0] else run_seed(seed, s)
+                      for seed in SEEDS}}
 # --8<-- [end:experiment]
 
 
@@ -607,8 +609,10 @@ def check_evaluate_args(model: object, ref: object, tok: object, heads: object, 
     check_heads_list(list(heads), tok)
 
 
-def check_run_args(seed: object, s: object, betas: object) -> None:
+def check_run_args(seed: object, s: object, betas: object, ipo: object) -> None:
     check_settings(s)
+    if not isinstance(ipo, bool):
+        raise ValueError(f"ipo 应为 True 或 False（要不要再训练一次 IPO），收到 {ipo!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed not in SEEDS:
         raise ValueError(f"seed 应是 {'、'.join(map(str, SEEDS))} 之一（capable_sft 训练过的种子），收到 {seed!r}")
     if isinstance(betas, str) or not isinstance(betas, Sequence):

@@ -34,7 +34,7 @@ from acrostic import (
 from capable_sft import SEEDS as CAPABLE_SEEDS
 from capable_sft import capable_model
 from gpt_from_scratch import load_poems, split_poems
-from kv_cache import generate
+from kv_cache import KVCache, forward_with_cache, generate
 from lora_train import base_model, finetuned_model, finetuning
 from tiny_transformer import TinyTransformer
 from tokenizer import CharTokenizer
@@ -66,6 +66,37 @@ class Samples:
     texts: list[str]
 
 
+def draw(probs: Tensor, generator: torch.Generator) -> Tensor:
+    """从 probs (B, V) 的每一行各抽一个词元，返回 (B,)：逆变换采样。
+
+    每行抽一个 [0, 总和) 里的均匀随机数 u，取累积概率第一个超过 u 的词元：落在第 i 个词元上的机会正好是它的概率。
+    和 code/sampling.py 的 sample（torch.multinomial）是同一个分布，只是同一个种子抽出的词元不同；
+    一次抽几千行时它在 CPU 上快得多（测试逐个词元核对频率；`python -m bench.sampler` 并排量两种写法）。"""
+    cdf = probs.cumsum(dim=-1)  # 加上一个 0 不改变和：概率为 0 的词元占不到区间，抽不到
+    u = torch.rand(probs.size(0), 1, generator=generator, dtype=cdf.dtype) * cdf[:, -1:]
+    picked = torch.searchsorted(cdf, u, right=True).squeeze(-1)
+    over = picked == probs.size(-1)
+    if over.any():  # u 乘出来恰好等于总和（舍入，极少见）：越过了最后一个词元，退回到这一行最后一个概率不为 0 的
+        picked[over] = probs.size(-1) - 1 - (probs[over].flip(-1) > 0).int().argmax(dim=-1)
+    return picked
+
+
+@torch.no_grad()
+def sample_tokens(model: TinyTransformer, prompts: Tensor, max_new_tokens: int, temperature: float,
+                  generator: torch.Generator) -> Tensor:
+    """接着 prompts (B, P) 按温度采样 max_new_tokens 个词元，返回 (B, max_new_tokens)。
+
+    和 code/kv_cache.py 的 generate 一样带 KV 缓存，但不留每一步的分数（几千条一起写时那要占上 GB），抽样用 draw。"""
+    model.eval()
+    cache = KVCache.for_model(model, prompts.size(0))
+    new, out = prompts, []
+    for _ in range(max_new_tokens):
+        logits = forward_with_cache(model, new, cache)[:, -1]  # 只要最后一个位置 (B, V)
+        new = draw(torch.softmax(logits / temperature, dim=-1), generator)[:, None]
+        out.append(new)
+    return torch.cat(out, dim=1)
+
+
 @torch.no_grad()
 def sample_poems(model: TinyTransformer, tok: CharTokenizer, heads: Sequence[str], n: int, temperature: float,
                  generator: torch.Generator, chunk: int = 256, max_new_tokens: int = POEM_TOKENS) -> Samples:
@@ -74,9 +105,8 @@ def sample_poems(model: TinyTransformer, tok: CharTokenizer, heads: Sequence[str
     第二、三篇的 DPO 和 GRPO 也用它。同一个 generator、不同的 chunk，随机数分给各条的方式不同，写出的诗也不同。"""
     check_poem_sample_args(model, tok, heads, n, temperature, generator, chunk, max_new_tokens)
     prompts = torch.tensor([tok.encode(acrostic_prompt(h)) for h in heads]).repeat_interleave(n, dim=0)
-    P = prompts.size(1)  # 藏头的字各是一个词元，所以每条提示一样长
-    new = torch.cat([generate(model, prompts[i:i + chunk], max_new_tokens, do_sample=True, temperature=temperature,
-                              generator=generator).tokens[:, P:] for i in range(0, prompts.size(0), chunk)])
+    new = torch.cat([sample_tokens(model, prompts[i:i + chunk], max_new_tokens, temperature, generator)
+                     for i in range(0, prompts.size(0), chunk)])
     is_newline = (new == tok.char_to_id["\n"]).int()
     mask = (is_newline.cumsum(dim=1) - is_newline) == 0  # 第一个换行之后的词元不算：诗已经写完了
     return Samples(new, mask, [tok.decode(row).split("\n")[0] for row in new.tolist()])

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import replace
 from functools import cache
@@ -41,7 +42,7 @@ from dpo_train import (
     train_dpo,
     train_reward_model,
 )
-from evaluation import Samples, sample_poems
+from evaluation import Samples, draw, sample_poems
 from gpt_from_scratch import MIN_COUNT, load_poems, poem_config, split_poems
 from tiny_transformer import TinyTransformer
 from tokenizer import CharTokenizer
@@ -160,8 +161,9 @@ def test_samples_stop_at_the_first_newline() -> None:
         assert text == t.decode(row[:end]).split("\n")[0]
 
 
-def test_sampling_is_plain_multinomial_sampling() -> None:
-    """sample_poems 带 KV 缓存、分块生成；这里不带缓存，逐步把整个序列送进模型、用同一个种子抽样，结果应相同。"""
+def test_sampling_is_plain_sampling_in_chunks() -> None:
+    """sample_poems 带 KV 缓存、分块生成；这里不带缓存，逐步把整个序列送进模型、用同一个种子和 draw 抽样，
+    结果应相同。"""
     t, model = tok(), random_gpt(4)
     s = sample_poems(model, t, ["四一送迎", "春夏秋冬"], 2, 0.7, torch.Generator().manual_seed(9), chunk=3)
     gen = torch.Generator().manual_seed(9)
@@ -172,7 +174,7 @@ def test_sampling_is_plain_multinomial_sampling() -> None:
         with torch.no_grad():
             for _ in range(25):
                 probs = (model(seq)[:, -1] / 0.7).softmax(-1)
-                seq = torch.cat([seq, torch.multinomial(probs, 1, generator=gen)], dim=1)
+                seq = torch.cat([seq, draw(probs, gen)[:, None]], dim=1)
         rows.append(seq[:, first.size(1):])
     assert torch.equal(s.tokens, torch.cat(rows))
 
@@ -301,7 +303,9 @@ def test_evaluation_is_reproducible_and_consistent() -> None:
     ev = evaluate_policy(model, model, t, heads, s)
     assert ev == evaluate_policy(model, model, t, heads, s)
     assert ev["sampled"]["n"] == 6 and ev["greedy"]["n"] == 3
-    assert ev["kl"] == pytest.approx(0.0, abs=1e-6)
+    assert ev["kl"] == 0.0  # 模型就是参考模型：不用算
+    twin = evaluate_policy(copy.deepcopy(model), model, t, heads, s)  # 一模一样的另一份：算出来也是 0，其余相同
+    assert twin["kl"] == pytest.approx(0.0, abs=1e-6) and {**twin, "kl": 0.0} == ev
     # 存下的诗就是计数的那些诗：照着重新数一遍
     assert len(ev["poems"]) == 6 and len(ev["greedy_poems"]) == 3
     many = [h for h in heads for _ in range(2)]
@@ -375,6 +379,7 @@ def test_artifact_round_trips(monkeypatch, tmp_path) -> None:
     assert set(result["seeds"]) == set(dpo_train.SEEDS)
     first = result["seeds"][dpo_train.SEEDS[0]]
     assert set(first["runs"]) == {"dpo", "ipo", "dpo-beta-0.5"}
+    assert set(result["seeds"][dpo_train.SEEDS[1]]["runs"]) == {"dpo"}  # IPO 和 β 的扫描只在第一个种子上
     assert first["runs"]["dpo"]["state"] is not None and first["runs"]["ipo"]["state"] is None
     save_dpo(tmp_path / "a.pt", result)
     back = load_dpo(tmp_path / "a.pt")
@@ -490,6 +495,7 @@ def empty_pairs() -> Pairs:
     (lambda: run_seed(7, TINY), "seed 应是 0、1 之一（capable_sft 训练过的种子）"),
     (lambda: run_seed(0, TINY, betas="0.1"), "betas 应是 β 的列表"),
     (lambda: run_seed(0, TINY, betas=[0.1, -1]), "betas 里的 β 应为有限的正数"),
+    (lambda: run_seed(0, TINY, ipo="yes"), "ipo 应为 True 或 False"),
     (lambda: dpo_experiment("fast"), "s 应为 DPOSettings"),
     (lambda: save_dpo("x.pt", None), "result 应是 dpo_experiment"),
     (lambda: save_dpo("x.pt", {"settings": TINY}), r"缺少 \['chars', 'seeds'\]"),

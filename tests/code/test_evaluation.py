@@ -17,6 +17,7 @@ from evaluation import (
     Rate,
     check_comparison,
     corpus_pass_rates,
+    draw,
     has_variant,
     load_comparison,
     mean_pass_at_k,
@@ -31,9 +32,11 @@ from evaluation import (
     variant_flags,
 )
 from gpt_from_scratch import load_poems, poem_config, split_poems
+from sampling import sample
 from tiny_transformer import TinyTransformer
 
 from tests.code.test_lora_train import random_gpt, tok  # 第一阶段的词表，和这个形状的随机 GPT
+from tests.code.test_sampling import check_frequencies
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -87,7 +90,8 @@ def test_sampling_is_reproducible_and_shaped() -> None:
 
 
 def test_sampling_equals_a_plain_loop_without_cache() -> None:
-    """手写的采样：每一步把整个序列送进模型、取最后一个位置、softmax 之后 multinomial，同一个生成器。"""
+    """手写的采样：每一步把整个序列送进模型、取最后一个位置、softmax 之后用 draw 抽，同一个生成器。
+    sample_poems 带 KV 缓存、一次写全部；两者抽到的词元应完全相同。draw 自己的分布由下面两项检验。"""
     t, model, heads, n = tok(), random_gpt(1), ["四一送迎", "春處夜花"], 2
     prompts = torch.tensor([t.encode("藏头：" + h + "\n") for h in heads]).repeat_interleave(n, dim=0)
     gen = torch.Generator().manual_seed(3)
@@ -95,9 +99,31 @@ def test_sampling_equals_a_plain_loop_without_cache() -> None:
     with torch.no_grad():
         for _ in range(25):
             probs = model(seqs)[:, -1].softmax(-1)
-            seqs = torch.cat([seqs, torch.multinomial(probs, 1, generator=gen)], dim=1)
+            seqs = torch.cat([seqs, draw(probs, gen)[:, None]], dim=1)
     texts = [t.decode(row[prompts.size(1):].tolist()).split("\n")[0] for row in seqs]
     assert sample_acrostics(model, t, heads, n, seed=3) == [texts[:2], texts[2:]]
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.5])
+def test_draw_frequencies_match_the_distribution(temperature: float) -> None:
+    """draw（逆变换采样）和 sampling.sample（torch.multinomial）抽自同一个分布：20 万次里每个词元的次数都在
+    二项分布均值的 4 个标准差以内，概率为 0 的词元（开头、中间、末尾各一个）一次也不出现。"""
+    z = torch.tensor([-math.inf, 2.0, 1.5, 1.2, -math.inf, 0.5, 0.3, 0.0, -0.5, -1.0, -2.0, -3.0, -math.inf])
+    target = torch.softmax(z.double() / temperature, -1)  # 独立算出的目标分布（float64）
+    probs = torch.softmax(z / temperature, -1).expand(200_000, -1)
+    draws = draw(probs, torch.Generator().manual_seed(0))
+    assert draws.shape == (200_000,) and draws.dtype == torch.long
+    check_frequencies(draws, target)
+    multinomial = sample(z.expand(200_000, -1), torch.Generator().manual_seed(0), temperature)
+    check_frequencies(multinomial, target)  # 对照：同一个检验下 torch.multinomial 也通过
+
+
+def test_draw_never_runs_past_the_last_possible_token(monkeypatch) -> None:
+    """随机数乘出来恰好等于总和时（舍入，极少见），累积概率里找不到更大的数：draw 退回到每行最后一个概率不为 0 的
+    词元。用一个总是给出 1 的 torch.rand 把这种情况造出来。"""
+    probs = torch.tensor([[0.2, 0.8, 0.0, 0.0], [0.5, 0.0, 0.5, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    monkeypatch.setattr(torch, "rand", lambda *size, generator=None, dtype=None: torch.ones(*size, dtype=dtype))
+    assert draw(probs, torch.Generator()).tolist() == [1, 2, 3]
 
 
 # --------------------------------------------------------------------------- scoring, floors, corpus, variants

@@ -73,7 +73,7 @@ def test_reward_is_the_verifiers_score() -> None:
 
 def test_rollout_masks_the_answer_up_to_its_first_newline() -> None:
     model, tok = sft_tiny()
-    gen = torch.Generator().manual_seed(3)
+    gen = torch.Generator().manual_seed(6)
     batch = rollout(model, tok, ["春夏秋冬", "風雨花月".replace("風", "风")], group=4, temperature=1.5,
                     generator=gen, max_new_tokens=12)
     P = len(tok.encode(acrostic_prompt("春夏秋冬")))

@@ -9,7 +9,8 @@ and first checked to be what the models write:
   their greedy poems are what those models write (the evaluation and LoRA claims' own loops without a KV cache);
 - every GRPO policy (the stage-1 GPT's architecture, the parameters read from this artifact) rewrites its held-out
   poems greedily by a loop without a cache, and the policies of the two runs whose sampled poems the article reads
-  closest (capable-0 and form-only) redraw their first sampling seed by a plain multinomial loop, the same draws;
+  closest (capable-0 and form-only) redraw their first sampling seed (the evaluation claims' ``cached_rows``), the
+  same draws;
 - every rate is then recounted from the stored poems with the evaluation claims' line-head count and the LoRA
   claims' form check; intervals from ``scipy.stats.binomtest`` (Wilson); character diversity and distinct poems in
   plain Python; the held-out head sets seen in training from the corpus file (the LoRA claims' split).
@@ -280,6 +281,11 @@ def fact_capable_rise() -> bool:
                for n in ("capable-0", "capable-1"))
 
 
+def rise(name: str, key: str) -> float:
+    """The mean of the last 10 training steps' ``key`` minus the first 10's."""
+    return tail(name, key, 10) - head(name, key, 10)
+
+
 def fact_seed_gap_small() -> bool:
     gap = abs(heads_rate("capable-0", "after") - heads_rate("capable-1", "after"))
     return gap < min(heads_rate(n, "after") - heads_rate(n, "before") for n in ("capable-0", "capable-1"))
@@ -423,8 +429,8 @@ CLAIMS: list[Claim] = [
     Claim(
         "reward model of the DPO article",
         "article",
-        r"上一篇的奖励模型在留出的偏好对上只排对六成多",
-        holds(lambda: all(0.6 <= dpo().seed_run(s)["reward_model"]["held_accuracy"] < 0.7 for s in dpo().SEEDS)),
+        r"上一篇的奖励模型在留出的偏好对上只排对六到七成",
+        holds(lambda: all(0.6 <= dpo().seed_run(s)["reward_model"]["held_accuracy"] < 0.8 for s in dpo().SEEDS)),
     ),
     Claim(
         "trl oracle grid",
@@ -472,7 +478,7 @@ CLAIMS: list[Claim] = [
         checked(lambda st: approx(
             lambda: heads_rate("capable-0", "before"), lambda: heads_rate("capable-0", "after"),
             lambda: heads_rate("capable-1", "after"),
-            lambda: heads_rate("capable-0", "after") - heads_rate("capable-1", "after"))(st)
+            lambda: abs(heads_rate("capable-0", "after") - heads_rate("capable-1", "after")))(st)
             or (None if fact_capable_rise() and fact_seed_gap_small() else "the rise is not as described")),
     ),
     Claim(
@@ -508,18 +514,20 @@ CLAIMS: list[Claim] = [
     Claim(
         "training curves",
         "article",
-        rf"每步只有 (\d+) 首诗.*种子 0 的平均奖励从前 10 步的 {D} 升到最后 10 步的 {D}；种子 1 只从 {D} 升到 {D}，"
+        rf"每步只有 (\d+) 首诗.*种子 1 的平均奖励从前 10 步的 {D} 升到最后 10 步的 {D}；种子 0 只从 {D} 升到 {D}，"
         rf"它在训练批次上每首对上的句首数前后几乎没变（前 10 步 {D}，最后 10 步 {D}）.*"
         rf"最后 5 步平均是每个词元 {D}（种子 0）和 {D}（种子 1）奈特",
-        checked(lambda st: approx(lambda: PROMPTS * GROUP, lambda: head("capable-0", "reward", 10),
-                                  lambda: tail("capable-0", "reward", 10), lambda: head("capable-1", "reward", 10),
-                                  lambda: tail("capable-1", "reward", 10), lambda: head("capable-1", "heads", 10),
-                                  lambda: tail("capable-1", "heads", 10), lambda: tail("capable-0", "kl"),
+        checked(lambda st: approx(lambda: PROMPTS * GROUP, lambda: head("capable-1", "reward", 10),
+                                  lambda: tail("capable-1", "reward", 10), lambda: head("capable-0", "reward", 10),
+                                  lambda: tail("capable-0", "reward", 10), lambda: head("capable-0", "heads", 10),
+                                  lambda: tail("capable-0", "heads", 10), lambda: tail("capable-0", "kl"),
                                   lambda: tail("capable-1", "kl"))(st)
-                # 「几乎没变」 under 0.1 of a line per poem; 「涨的主要是格式」 the form share up 10 points or more
-                or (None if abs(tail("capable-1", "heads", 10) - head("capable-1", "heads", 10)) < 0.1
-                    and tail("capable-1", "form", 10) - head("capable-1", "form", 10) >= 0.1
-                    else "seed 1's training batches are not as described")),
+                # 「只从」 seed 0's reward rises less than seed 1's; 「几乎没变」 under 0.1 of a line per poem;
+                # 「涨的主要是格式」 the form share up 10 points or more; 「也升了」 its held-out line heads rise
+                or (None if rise("capable-0", "reward") < rise("capable-1", "reward")
+                    and abs(rise("capable-0", "heads")) < 0.1 and rise("capable-0", "form") >= 0.1
+                    and heads_rate("capable-0", "after") > heads_rate("capable-0", "before")
+                    else "seed 0's training batches are not as described")),
     ),
     Claim(
         "kl rises",

@@ -5,9 +5,9 @@ and checks the numbers it states. The artifact ``preference-dpo`` is read with `
 ``code/dpo_train.py``), and first checked to be what the models write:
 
 - the SFT models of both seeds (parameters from the ``capable-sft`` file) and the DPO policy of seed 0 (parameters
-  from this artifact) rewrite their held-out poems here: greedily, and sampled at temperature 1 by a plain multinomial
-  loop without a KV cache, one generator seeded as the article's evaluation is, the same draws; the stored poems must
-  be exactly those;
+  from this artifact) rewrite their held-out poems here: greedily by a loop without a KV cache, and sampled at
+  temperature 1 by the evaluation claims' ``cached_rows`` (an inverse-CDF draw written out per row), one generator
+  seeded as the article's evaluation is, the same draws; the stored poems must be exactly those;
 - every rate is then recounted from the stored poems with the evaluation claims' line-head count, the LoRA claims'
   form check and the evaluation claims' rhyme check; intervals from ``scipy.stats.binomtest`` (Wilson);
 - the pairs are decoded from their stored tokens, rescored with those checks (heads + 0.5 form + 0.25 rhyme) and
@@ -101,24 +101,13 @@ def net(seed: int, name: str) -> torch.nn.Module:
 
 @cache
 def plain_sample(seed: int, name: str) -> tuple[list[str], torch.Tensor]:
-    """EVAL_SAMPLES poems per held-out head set at temperature 1: the whole sequence each step, softmax, one
-    multinomial draw per row, CHUNK rows at a time, one generator seeded 1000 + seed. Returns the poems and the
-    generated tokens."""
-    model = copy.deepcopy(net(seed, name))
-    model.unembed = lora.LastPosition(model.unembed)
+    """EVAL_SAMPLES poems per held-out head set at temperature 1, CHUNK rows at a time (the evaluation claims'
+    ``cached_rows``), one generator seeded 1000 + seed. Returns the poems and the generated tokens."""
     prompts = torch.tensor([lora.prompt_ids(h) for h in many_heads()])
-    start = prompts.size(1)
     gen = torch.Generator().manual_seed(1000 + seed)
-    rows = []
-    with torch.no_grad():
-        for i in range(0, prompts.size(0), CHUNK):
-            seqs = prompts[i : i + CHUNK]
-            for _ in range(lora.NEW_TOKENS):
-                probs = model(seqs)[:, -1].softmax(-1)
-                seqs = torch.cat([seqs, torch.multinomial(probs, 1, generator=gen)], dim=1)
-            rows.append(seqs)
-    seqs = torch.cat(rows)
-    return [lora.decode(r[start:].tolist()).split("\n")[0] for r in seqs], seqs
+    seqs = torch.cat([ev.cached_rows(net(seed, name), prompts[i : i + CHUNK], gen)
+                      for i in range(0, prompts.size(0), CHUNK)])
+    return [lora.decode(r[prompts.size(1):].tolist()).split("\n")[0] for r in seqs], seqs
 
 
 @cache
@@ -138,10 +127,9 @@ def fact_artifact() -> bool:
             s["batch_size"], s["eval_samples"], s["rm_steps"]) != (PROMPTS, SAMPLES, 1.0, 0.2, "dpo", BETA, STEPS,
                                                                    BATCH, EVAL_SAMPLES, STEPS):
         return False
-    if sorted(seed_run(0)["runs"]) != sorted(["ipo", *map(run_name, BETAS)]) or sorted(seed_run(1)["runs"]) != [
-            "dpo", "ipo"]:
-        return False
-    if any(seed_run(seed)["runs"]["ipo"]["beta"] != IPO_BETA for seed in SEEDS):
+    if sorted(seed_run(0)["runs"]) != sorted(["ipo", *map(run_name, BETAS)]) or list(seed_run(1)["runs"]) != ["dpo"]:
+        return False  # IPO and the β sweep on seed 0 only
+    if seed_run(0)["runs"]["ipo"]["beta"] != IPO_BETA:
         return False
     for seed, name in REWRITTEN:
         stored = evaluation(seed, name)
@@ -241,18 +229,6 @@ def row_values(seed: int, name: str):
 def fact_intervals_apart(seed: int) -> bool:
     before, after = interval(form_count(seed, "SFT")), interval(form_count(seed, "dpo"))
     return after[0] > before[1]
-
-
-def fact_form_touches(seed: int) -> bool:
-    """「几乎首尾相接」: the SFT model's form interval ends within one point of where the DPO policy's begins (they
-    overlap by less than a point, or a gap of less than a point lies between them)."""
-    return abs(form_overlap(seed)) < 1
-
-
-def form_overlap(seed: int) -> float:
-    """How many points the SFT model's and the DPO policy's form intervals share (negative when they are apart)."""
-    before, after = interval(form_count(seed, "SFT")), interval(form_count(seed, "dpo"))
-    return before[1] - after[0]
 
 
 def fact_heads_overlap(seed: int) -> bool:
@@ -365,6 +341,16 @@ def stored_implicit(seed: int, name: str) -> float:
     return seed_run(seed)["runs"][name]["held_pair_accuracy"]
 
 
+def implicit_sweep() -> list[float]:
+    """Seed 0's held-out implicit-reward accuracy for each β of the sweep, in the order of BETAS."""
+    return [stored_implicit(0, run_name(b)) for b in BETAS]
+
+
+def fact_not_monotone(xs: list[float]) -> bool:
+    steps = [b - a for a, b in itertools.pairwise(xs)]
+    return not (all(d >= 0 for d in steps) or all(d <= 0 for d in steps))
+
+
 @cache
 def token_shifts() -> dict[str, dict[str, float]]:
     """Seed 0's training pairs, every answer token: log pi - log pi_ref of the written character, grouped as line starts
@@ -467,8 +453,8 @@ def fact_form_least_at_one() -> bool:
 def fact_rm_memorises() -> bool:
     rm = [seed_run(s)["reward_model"] for s in SEEDS]
     # 「记住了」: on the pairs it trained on it ranks right at least 20 points more often than on the held-out ones;
-    # 「只比抛硬币好一些」: on those, better than half and below 70%
-    return all(r["train_accuracy"] - r["held_accuracy"] > 0.2 and 0.5 < r["held_accuracy"] < 0.7 for r in rm)
+    # 「只排对六到七成」: on those, from 60% to below 80%
+    return all(r["train_accuracy"] - r["held_accuracy"] > 0.2 and 0.6 <= r["held_accuracy"] < 0.8 for r in rm)
 
 
 # --------------------------------------------------------------------------- the claims
@@ -562,13 +548,10 @@ CLAIMS: list[Claim] = [
     Claim(
         "form up",
         "article",
-        rf"\*\*格式\*\*变好了：种子 0 从 {P} 到 {P}，训练前后的区间不重叠；种子 1 从 {P} 到 {P}，"
-        rf"两个区间几乎首尾相接（训练前的上沿 {P}，训练后的下沿 {P}）",
+        rf"\*\*格式\*\*变好了：种子 0 从 {P} 到 {P}，种子 1 从 {P} 到 {P}，两个种子训练前后的区间都不重叠",
         checked(lambda st: approx(lambda: form_rate(0, "SFT"), lambda: form_rate(0, "dpo"),
-                                  lambda: form_rate(1, "SFT"), lambda: form_rate(1, "dpo"),
-                                  lambda: interval(form_count(1, "SFT"))[1],
-                                  lambda: interval(form_count(1, "dpo"))[0])(st)
-                or (None if fact_intervals_apart(0) and fact_form_touches(1) else "the intervals lie otherwise")),
+                                  lambda: form_rate(1, "SFT"), lambda: form_rate(1, "dpo"))(st)
+                or (None if all(fact_intervals_apart(s) for s in SEEDS) else "the intervals lie otherwise")),
     ),
     Claim(
         "heads barely",
@@ -583,8 +566,12 @@ CLAIMS: list[Claim] = [
     Claim(
         "ipo",
         "article",
-        rf"IPO（\$\\beta=1\$，目标间隔 0\.5）在种子 0 上差不多：句首命中 {P}，格式正确 {P}",
-        checked(approx(lambda: heads_rate(0, "ipo"), lambda: form_rate(0, "ipo"))),
+        rf"IPO（\$\\beta=1\$，目标间隔 0\.5，只在种子 0 上训练）差不多：句首命中 {P}，格式正确 {P}",
+        checked(lambda st: approx(lambda: heads_rate(0, "ipo"), lambda: form_rate(0, "ipo"))(st)
+                # 「差不多」: each IPO rate lies inside the DPO policy's interval of the same seed
+                or (None if all(lo <= rate(0, "ipo") <= hi for rate, (lo, hi) in (
+                    (heads_rate, interval(line_count(0, "dpo"))), (form_rate, interval(form_count(0, "dpo")))))
+                    else "IPO is not close to DPO")),
     ),
     Claim(
         "ninety percent form vs half",
@@ -685,10 +672,16 @@ CLAIMS: list[Claim] = [
     Claim(
         "beta one implicit least",
         "article",
-        rf"\$\\beta=1\$ 的隐含奖励在留出的对上排对得最少（{P}）",
-        lambda st: approx(lambda: 100 * stored_implicit(0, run_name(1.0)))(st)
-        or (None if stored_implicit(0, run_name(1.0)) == min(stored_implicit(0, run_name(b)) for b in BETAS)
-            else "another beta ranks fewer held-out pairs right"),
+        rf"隐含奖励在留出的对上排对的比例，四个 \$\\beta\$ 在 {P} 到 {P} 之间，不随 \$\\beta\$ 单调变化；"
+        rf"留出的只有 {N_} 对，这么少的对，一个比例本身就要起伏好几个百分点",
+        lambda st: approx(lambda: 100 * min(implicit_sweep()), lambda: 100 * max(implicit_sweep()),
+                          lambda: n_held(0))(st)
+        # 「不随 β 单调变化」: neither rising nor falling along BETAS; 「起伏好几个百分点」: every rate's 95% Wilson
+        # interval reaches more than 3 points either side of it
+        or (None if fact_not_monotone(implicit_sweep()) and all(
+            min(100 * a - interval(c)[0], interval(c)[1] - 100 * a) > 3 for a, c in (
+                (a, (round(a * n_held(0)), n_held(0))) for a in implicit_sweep()))
+            else "the held-out implicit accuracy is not as described"),
     ),
     Claim(
         "likelihood",
@@ -728,7 +721,8 @@ CLAIMS: list[Claim] = [
         "intro",
         "article",
         r"按温度 1 采样时四成多的句首对得上，格式正确的诗七成左右",
-        checked(holds(lambda: all(40 < heads_rate(s, "SFT") < 50 and 70 < form_rate(s, "SFT") < 75 for s in SEEDS))),
+        # 「七成左右」: within five points of 70%
+        checked(holds(lambda: all(40 < heads_rate(s, "SFT") < 50 and 65 < form_rate(s, "SFT") < 75 for s in SEEDS))),
     ),
     Claim(
         "tokens per poem",
@@ -770,9 +764,8 @@ CLAIMS: list[Claim] = [
     Claim(
         "before-after caption reading",
         "dpo-before-after",
-        r"格式正确的比例两个种子都上升（种子 0 的区间不重叠，种子 1 的两个区间几乎首尾相接）；"
-        r"句首命中训练前后的区间重叠，贪心的还略降",
-        checked(holds(lambda: fact_intervals_apart(0) and fact_form_touches(1) and all(
+        r"格式正确的比例两个种子都上升，训练前后的区间都不重叠；句首命中训练前后的区间重叠，贪心的还略降",
+        checked(holds(lambda: all(fact_intervals_apart(s) for s in SEEDS) and all(
             form_rate(s, "dpo") > form_rate(s, "SFT") and fact_heads_overlap(s)
             and greedy_rate(s, "dpo") < greedy_rate(s, "SFT") for s in SEEDS))),
     ),
