@@ -268,9 +268,7 @@ def stated_values() -> dict[str, str]:
         out[f"div-drop-{i}"] = pct(1 - after(name)["char_diversity"] / sft["char_diversity"], 0)
         h = history(name)
         out |= {f"reward-first-{i}": f"{mean(h['reward'][:10]):.3f}",
-                f"reward-last-{i}": f"{mean(h['reward'][-10:]):.3f}", f"kl-last-{i}": f"{mean(h['kl'][-5:]):.3f}",
-                # 在训练批次上每首对上的句首数：前 10 步和最后 10 步
-                f"heads-first-{i}": f"{mean(h['heads'][:10]):.2f}", f"heads-last-{i}": f"{mean(h['heads'][-10:]):.2f}"}
+                f"reward-last-{i}": f"{mean(h['reward'][-10:]):.3f}", f"kl-last-{i}": f"{mean(h['kl'][-5:]):.3f}"}
         for part in ("seen", "unseen"):
             for tag, ev in (("sft", sft), (f"seed{i}", after(name))):
                 hit, total, _ = seen_split(ev)[part]
@@ -278,6 +276,8 @@ def stated_values() -> dict[str, str]:
         hit0, total0, _ = seen_split(sft)["unseen"]
         hit1, total1, _ = seen_split(after(name))["unseen"]
         out[f"unseen-gain-{i}"] = pct(hit1 / total1 - hit0 / total0)
+    h0 = history("capable-0")  # 种子 0 在训练批次上每首对上的句首数：前 10 步和最后 10 步
+    out |= {"heads-first-0": f"{mean(h0['heads'][:10]):.2f}", "heads-last-0": f"{mean(h0['heads'][-10:]):.2f}"}
     out["seed-gap"] = pct(abs(after("capable-0")["sampled"]["line_heads"].value
                               - after("capable-1")["sampled"]["line_heads"].value))
     dpo = dpo_seed0()
