@@ -72,6 +72,7 @@ def draw(probs: Tensor, generator: torch.Generator) -> Tensor:
     每行抽一个 [0, 总和) 里的均匀随机数 u，取累积概率第一个超过 u 的词元：落在第 i 个词元上的机会正好是它的概率。
     和 code/sampling.py 的 sample（torch.multinomial）是同一个分布，只是同一个种子抽出的词元不同；
     一次抽几千行时它在 CPU 上快得多（测试逐个词元核对频率；`python -m bench.sampler` 并排量两种写法）。"""
+    check_draw_args(probs, generator)
     cdf = probs.cumsum(dim=-1)  # 加上一个 0 不改变和：概率为 0 的词元占不到区间，抽不到
     u = torch.rand(probs.size(0), 1, generator=generator, dtype=cdf.dtype) * cdf[:, -1:]
     picked = torch.searchsorted(cdf, u, right=True).squeeze(-1)
@@ -87,6 +88,7 @@ def sample_tokens(model: TinyTransformer, prompts: Tensor, max_new_tokens: int, 
     """接着 prompts (B, P) 按温度采样 max_new_tokens 个词元，返回 (B, max_new_tokens)。
 
     和 code/kv_cache.py 的 generate 一样带 KV 缓存，但不留每一步的分数（几千条一起写时那要占上 GB），抽样用 draw。"""
+    check_sample_tokens_args(model, prompts, max_new_tokens, temperature, generator)
     model.eval()
     cache = KVCache.for_model(model, prompts.size(0))
     new, out = prompts, []
@@ -502,6 +504,33 @@ def check_model_tok(model: object, tok: object) -> None:
         raise ValueError("分词器的词表里没有换行：靠换行判断一首诗写完了")
 
 
+def check_temperature_generator(temperature: object, generator: object) -> None:
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0 < temperature < math.inf:
+        raise ValueError(f"temperature 应为有限的正数，收到 {temperature!r}")
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator 应为 torch.Generator（决定采样的随机数），收到 {type(generator).__name__}")
+
+
+def check_draw_args(probs: object, generator: object) -> None:
+    """只查形状和类型（每一步都会调用，不逐个扫描数值）。"""
+    if not isinstance(probs, Tensor) or not probs.is_floating_point():
+        raise ValueError(f"probs 应为浮点的 torch.Tensor（每行一个概率分布），收到 {type(probs).__name__}")
+    if probs.dim() != 2 or probs.size(0) == 0 or probs.size(1) == 0:
+        raise ValueError(f"probs 的形状应为 (B, V)，每行是一个词元上的分布，收到 {tuple(probs.shape)}")
+    check_temperature_generator(1.0, generator)
+
+
+def check_sample_tokens_args(model: object, prompts: object, max_new_tokens: object, temperature: object,
+                             generator: object) -> None:
+    if not isinstance(model, TinyTransformer):
+        raise ValueError(f"model 应为 TinyTransformer，收到 {type(model).__name__}")
+    if not isinstance(prompts, Tensor) or prompts.dtype != torch.long or prompts.dim() != 2 or prompts.numel() == 0:
+        got = tuple(prompts.shape) if isinstance(prompts, Tensor) else type(prompts).__name__
+        raise ValueError(f"prompts 应为 (B, P) 的整数张量（每行一条提示的词元编号），收到 {got}")
+    check_int("max_new_tokens", max_new_tokens, minimum=1)
+    check_temperature_generator(temperature, generator)
+
+
 def check_poem_sample_args(model: object, tok: object, heads: object, n: object, temperature: object,
                            generator: object, chunk: object, max_new_tokens: object) -> None:
     check_model_tok(model, tok)
@@ -509,9 +538,6 @@ def check_poem_sample_args(model: object, tok: object, heads: object, n: object,
         raise ValueError(f"heads 应是藏头的非空列表，例如 ['春夏秋冬']（一组也要放进列表），收到 {heads!r}")
     check_heads_list(list(heads), tok)
     check_int("n", n, minimum=1)
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0 < temperature < math.inf:
-        raise ValueError(f"temperature 应为有限的正数，收到 {temperature!r}")
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator 应为 torch.Generator（决定采样的随机数），收到 {type(generator).__name__}")
+    check_temperature_generator(temperature, generator)
     check_int("chunk", chunk, minimum=1)
     check_int("max_new_tokens", max_new_tokens, minimum=1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import pytest
 import torch
@@ -27,6 +28,7 @@ from evaluation import (
     prior_baselines,
     rate,
     sample_acrostics,
+    sample_tokens,
     save_comparison,
     score_poems,
     variant_flags,
@@ -243,4 +245,22 @@ def test_rate_and_round_trip(tmp_path) -> None:
 ])
 def test_wrong_input_raises_value_error(call, fragment) -> None:
     with pytest.raises(ValueError, match=fragment):
+        call()
+
+
+@pytest.mark.parametrize(("call", "fragment"), [
+    (lambda: draw(torch.tensor([0.5, 0.5]), torch.Generator()), "probs 的形状应为 (B, V)"),
+    (lambda: draw(torch.tensor([[1, 0]]), torch.Generator()), "probs 应为浮点的 torch.Tensor"),
+    (lambda: draw(torch.tensor([[0.5, 0.5]]), 0), "generator 应为 torch.Generator"),
+    (lambda: sample_tokens(torch.nn.Linear(2, 2), torch.zeros(1, 3, dtype=torch.long), 2, 1.0, torch.Generator()),
+     "model 应为 TinyTransformer"),
+    (lambda: sample_tokens(random_gpt(), torch.zeros(3, dtype=torch.long), 2, 1.0, torch.Generator()),
+     "prompts 应为 (B, P) 的整数张量"),
+    (lambda: sample_tokens(random_gpt(), torch.zeros(1, 3, dtype=torch.long), 0, 1.0, torch.Generator()),
+     "max_new_tokens 应是不小于 1"),
+    (lambda: sample_tokens(random_gpt(), torch.zeros(1, 3, dtype=torch.long), 2, 0.0, torch.Generator()),
+     "temperature 应为有限的正数"),
+])
+def test_draw_and_sample_tokens_reject_wrong_input(call, fragment) -> None:
+    with pytest.raises(ValueError, match=re.escape(fragment)):
         call()
