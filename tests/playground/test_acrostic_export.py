@@ -1,12 +1,11 @@
 """The acrostic model's export (build artifact ``acrostic-gpt``, llmsite/playground/export.py): its header carries the
-validated task, a bad task stops the export with the artifact's name, the plain model's header has no task, the
-artifact is computed after the fine-tuning it reads (waves), and its cache key follows its code."""
+validated task, a bad task stops the export with the artifact's name, the plain model's header has no task, and its
+cache key follows its code. The order in which artifacts are computed: tests/site/test_artifact_schedule.py."""
 
 from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -82,90 +81,6 @@ def test_a_bad_task_stops_the_export_naming_the_artifact(saved, change, fragment
     bad = {**saved, "task": change(dict(saved["task"]))}
     with pytest.raises(export.ExportError, match=rf"^产物 {NAME} 的 task 不对：.*{fragment}"):
         export.encode(NAME, bad)
-
-
-class _FakeRun:
-    """Stands for one artifact's process: when it ends, the artifact's (empty) file is in the cache (unless it
-    fails: exit code 1, nothing cached)."""
-
-    def __init__(self, item, events: list[tuple[str, str]], until=lambda: True, fails: bool = False) -> None:
-        self.item, self.events, self.until, self.fails, self.returncode = item, events, until, fails, None
-
-    def poll(self):
-        if self.returncode is None and self.until():
-            if not self.fails:
-                self.item.path().parent.mkdir(parents=True, exist_ok=True)
-                self.item.path().write_bytes(b"")
-            self.events.append(("end", self.item.artifact.name))
-            self.returncode = 1 if self.fails else 0
-        return self.returncode
-
-
-def _fake_processes(monkeypatch, tmp_path, found, events: list[tuple[str, str]], slow: dict | None = None,
-                    failing: str = "") -> None:
-    """Empty artifact cache; ``_start`` replaced by _FakeRun, recording into ``events`` (``slow``: name -> whether
-    its process may end yet)."""
-    monkeypatch.setenv("LLM_ARTIFACT_CACHE", str(tmp_path))
-    for artifact in found.values():  # ensure() points LLM_ARTIFACT_<NAME> at the empty files: put them back afterwards
-        monkeypatch.delenv(artifact.env, raising=False)
-
-    def start(name, stdout, stderr):
-        stdout.write_text("", encoding="utf-8")
-        stderr.write_text(f"{name}: 训练失败（测试）" if name == failing else "", encoding="utf-8")
-        events.append(("start", name))
-        (item,) = artifacts.plan([found[name]])
-        return _FakeRun(item, events, (slow or {}).get(name, lambda: True), fails=name == failing)
-
-    monkeypatch.setattr(artifacts, "_start", start)
-
-
-def _check_order(events: list[tuple[str, str]], found) -> None:
-    """Every artifact started only once each artifact it reads had ended."""
-    for i, (kind, name) in enumerate(events):
-        if kind == "start":
-            ended = {n for k, n in events[:i] if k == "end"}
-            needs = {a.name for a in artifacts.upstream(found[name])}
-            assert needs <= ended, f"{name} started before {sorted(needs - ended)} ended: {events}"
-
-
-def test_it_is_computed_after_the_fine_tuning_it_reads(tmp_path, monkeypatch):
-    """Empty artifact cache: ensure() computes tang-gpt, then lora-finetune, then acrostic-gpt (the computing is
-    replaced by writing an empty file; the order is what is checked)."""
-    found = artifacts.discover()
-    assert {a.name for a in artifacts.upstream(found[NAME])} == {"tang-gpt", "lora-finetune"}
-    events: list[tuple[str, str]] = []
-    _fake_processes(monkeypatch, tmp_path, found, events)
-    paths = artifacts.ensure([found[NAME]])
-    assert [n for k, n in events if k == "start"] == ["tang-gpt", "lora-finetune", NAME]
-    _check_order(events, found)
-    assert set(paths) == {"tang-gpt", "lora-finetune", NAME}
-
-
-def test_a_slow_artifact_holds_back_only_what_reads_it(tmp_path, monkeypatch):
-    """The stage-3 chain from an empty cache on two cores: GRPO (which reads the model comparison, not DPO) starts
-    while DPO is still training; waves made it wait for DPO (issue 47: about 110 s of a cold build)."""
-    found = artifacts.discover()
-    assert "preference-dpo" not in {a.name for a in artifacts.upstream(found["grpo-runs"])}
-    assert "capable-sft" in {a.name for a in artifacts.upstream(found["preference-dpo"])}
-    monkeypatch.setattr(artifacts, "_cores", lambda: 2)
-    events: list[tuple[str, str]] = []
-    deadline = time.monotonic() + 10  # scheduled in waves, GRPO would wait for DPO: end DPO then, and fail below
-    _fake_processes(monkeypatch, tmp_path, found, events,
-                    slow={"preference-dpo": lambda: ("start", "grpo-runs") in events or time.monotonic() > deadline})
-    paths = artifacts.ensure([found["grpo-runs"], found["preference-dpo"]])
-    assert {"grpo-runs", "preference-dpo", "model-comparison", "capable-sft", "tang-gpt"} <= set(paths)
-    _check_order(events, found)
-    assert events.index(("start", "grpo-runs")) < events.index(("end", "preference-dpo")), events
-
-
-def test_a_failure_starts_nothing_that_reads_it_and_is_raised(tmp_path, monkeypatch):
-    found = artifacts.discover()
-    events: list[tuple[str, str]] = []
-    _fake_processes(monkeypatch, tmp_path, found, events, failing="capable-sft")
-    with pytest.raises(artifacts.ArtifactError, match="capable-sft: 训练失败（测试）"):
-        artifacts.ensure([found["grpo-runs"]])
-    started = [n for k, n in events if k == "start"]
-    assert "capable-sft" in started and not {"model-comparison", "grpo-runs"} & set(started), events
 
 
 def test_the_cache_key_follows_the_code_it_uses(tmp_path):
