@@ -7,6 +7,9 @@ Here each method is called unbound on a small stand-in for the trainer that carr
 per-token log-probabilities we fix. What runs is trl's code, line for line, on our numbers.
 
 If trl renames an attribute these methods read, the stand-in raises AttributeError naming it: update it here.
+
+trl is imported inside the two functions, not at the top: importing it takes about 5 CPU-seconds, and every pytest-xdist
+worker imports this module while it collects the tests; only the worker that runs an oracle test needs trl.
 """
 
 from __future__ import annotations
@@ -16,8 +19,6 @@ from types import SimpleNamespace
 
 import torch
 from torch import Tensor
-from trl.trainer.dpo_trainer import DPOTrainer
-from trl.trainer.grpo_trainer import GRPOTrainer
 
 
 class _Accelerator:
@@ -76,6 +77,8 @@ def trl_dpo_loss(per_token_logps: Tensor, completion_mask: Tensor, ref_chosen: T
         "ref_chosen_logps": ref_chosen,
         "ref_rejected_logps": ref_rejected,
     }
+    from trl.trainer.dpo_trainer import DPOTrainer
+
     return DPOTrainer._compute_loss(trainer, model, inputs, return_outputs=False)
 
 
@@ -106,4 +109,6 @@ def trl_grpo_loss(per_token_logps: Tensor, old_per_token_logps: Tensor, ref_per_
         "advantages": advantages, "old_per_token_logps": old_per_token_logps,
         "ref_per_token_logps": ref_per_token_logps,
     }
+    from trl.trainer.grpo_trainer import GRPOTrainer
+
     return GRPOTrainer._compute_loss(trainer, model, inputs)
