@@ -597,6 +597,18 @@ CLAIMS: list[Claim] = [
                     else "the comparison is not as described")),
     ),
     Claim(
+        "playground: greedy below the SFT model",
+        "article",
+        r"贪心解码时，DPO 和 GRPO 的句首命中都比 SFT 略低，涨的是按温度 1 采样时的命中",
+        # the three models of the playground: seed 0's SFT model, its DPO policy and GRPO run capable-0; greedy is
+        # deterministic, so the SFT model's greedy rate is the same in both articles' evaluations
+        checked(holds(lambda: greedy_rate("capable-0", "after") < greedy_rate("capable-0", "before")
+                      and dpo().greedy_rate(0, "dpo") < dpo().greedy_rate(0, "SFT")
+                      and dpo().greedy_rate(0, "SFT") == greedy_rate("capable-0", "before")
+                      and heads_rate("capable-0", "after") > heads_rate("capable-0", "before")
+                      and dpo().heads_rate(0, "dpo") > dpo().heads_rate(0, "SFT"))),
+    ),
+    Claim(
         "group in the signal",
         "article",
         r"对上三句的比对上两句的多得 0\.25 分。一组 (\d+) 首的格式都对时",
