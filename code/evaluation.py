@@ -36,6 +36,7 @@ from capable_sft import capable_model
 from gpt_from_scratch import load_poems, split_poems
 from kv_cache import KVCache, forward_with_cache, generate
 from lora_train import base_model, finetuned_model, finetuning
+from shapes import fmt
 from tiny_transformer import TinyTransformer
 from tokenizer import CharTokenizer
 from torch import Tensor
@@ -504,11 +505,15 @@ def check_model_tok(model: object, tok: object) -> None:
         raise ValueError("分词器的词表里没有换行：靠换行判断一首诗写完了")
 
 
+def check_generator(generator: object) -> None:
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator 应为 torch.Generator（决定采样的随机数），收到 {type(generator).__name__}")
+
+
 def check_temperature_generator(temperature: object, generator: object) -> None:
     if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0 < temperature < math.inf:
         raise ValueError(f"temperature 应为有限的正数，收到 {temperature!r}")
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator 应为 torch.Generator（决定采样的随机数），收到 {type(generator).__name__}")
+    check_generator(generator)
 
 
 def check_draw_args(probs: object, generator: object) -> None:
@@ -516,8 +521,8 @@ def check_draw_args(probs: object, generator: object) -> None:
     if not isinstance(probs, Tensor) or not probs.is_floating_point():
         raise ValueError(f"probs 应为浮点的 torch.Tensor（每行一个概率分布），收到 {type(probs).__name__}")
     if probs.dim() != 2 or probs.size(0) == 0 or probs.size(1) == 0:
-        raise ValueError(f"probs 的形状应为 (B, V)，每行是一个词元上的分布，收到 {tuple(probs.shape)}")
-    check_temperature_generator(1.0, generator)
+        raise ValueError(f"probs 的形状应为 (B, V)，每行是一个词元上的分布，收到 {fmt(probs.shape)}")
+    check_generator(generator)
 
 
 def check_sample_tokens_args(model: object, prompts: object, max_new_tokens: object, temperature: object,
@@ -525,7 +530,7 @@ def check_sample_tokens_args(model: object, prompts: object, max_new_tokens: obj
     if not isinstance(model, TinyTransformer):
         raise ValueError(f"model 应为 TinyTransformer，收到 {type(model).__name__}")
     if not isinstance(prompts, Tensor) or prompts.dtype != torch.long or prompts.dim() != 2 or prompts.numel() == 0:
-        got = tuple(prompts.shape) if isinstance(prompts, Tensor) else type(prompts).__name__
+        got = fmt(prompts.shape) if isinstance(prompts, Tensor) else type(prompts).__name__
         raise ValueError(f"prompts 应为 (B, P) 的整数张量（每行一条提示的词元编号），收到 {got}")
     check_int("max_new_tokens", max_new_tokens, minimum=1)
     check_temperature_generator(temperature, generator)

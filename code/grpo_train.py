@@ -24,7 +24,15 @@ from typing import Any
 import torch
 from acrostic import POEM_TOKENS, acrostic_prompt, check_heads_list, check_tokenizer
 from capable_sft import capable_model
-from evaluation import evaluate_model, held_out_heads, model_comparison, plain_rates, revive_rates, sample_poems
+from evaluation import (
+    check_temperature_generator,
+    evaluate_model,
+    held_out_heads,
+    model_comparison,
+    plain_rates,
+    revive_rates,
+    sample_poems,
+)
 from grpo import group_advantages, grpo_loss
 from lora_train import finetuned_model, finetuning
 from shapes import check_int, check_tensor, fmt
@@ -287,9 +295,7 @@ def check_rollout_args(model: object, tok: object, heads: object, group: object,
         raise ValueError("heads 应是藏头的非空列表，例如 ['春夏秋冬']（一个字符串也要放进列表）")
     check_heads_list(list(heads), tok)
     check_int("group", group, minimum=2)  # 一组至少两首才能互相比较
-    check_positive("temperature", temperature)
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator 应为 torch.Generator（决定采样的随机数），收到 {type(generator).__name__}")
+    check_temperature_generator(temperature, generator)  # code/evaluation.py：和评测的采样同一个检查
     check_int("max_new_tokens", max_new_tokens, minimum=1)
 
 
