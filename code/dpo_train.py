@@ -10,7 +10,8 @@
    用 code/preference.py 的 dpo_loss（或 ipo_loss）训练；
 5. 评估（evaluate_policy）：验证集的藏头（训练时没见过），温度 1 采样和贪心各写一遍，验证器检查句首、格式、押韵。
 
-结果是一个构建产物（BUILD_ARTIFACTS）：构建网站时算一次，图和测试读缓存。
+结果是一个构建产物（BUILD_ARTIFACTS）：构建网站时算一次，图和测试读缓存。实验的三部分互不相干（PARTS：种子 0 的
+DPO 和 IPO、种子 0 的 β 扫描、种子 1 的 DPO），构建时各是一个产物、各在自己的进程里算（两个核上并排），再合起来。
 参数不对时抛出 ValueError，检查的代码在文件末尾。
 """
 
@@ -408,9 +409,13 @@ BETAS = (0.03, 0.1, 0.3, 1.0)  # β 的扫描：只在种子 0 上做
 IPO_BETA = 1.0  # IPO 把每个词元平均的对数概率比之差拉向 1/(2β) = 0.5
 
 
-def run_seed(seed: int, s: DPOSettings, betas: Sequence[float] = (), ipo: bool = False) -> dict[str, Any]:
-    """一个种子的全部：造偏好对、奖励模型、DPO，ipo=True 时再加 IPO，再加 betas 里其余 β 的 DPO；各自在验证集上评估。"""
+def run_seed(seed: int, s: DPOSettings, betas: Sequence[float] = (), ipo: bool = False,
+             sweep_only: bool = False) -> dict[str, Any]:
+    """一个种子的全部：造偏好对、奖励模型、DPO，ipo=True 时再加 IPO，再加 betas 里其余 β 的 DPO；各自在验证集上评估。
+    sweep_only=True 时只训练 betas 里其余 β 的 DPO（偏好对照样造，同一个种子造出的一样），结果里只有 runs。"""
     check_run_args(seed, s, betas, ipo)
+    if not isinstance(sweep_only, bool):
+        raise ValueError(f"sweep_only 应为 True 或 False（是否只做 β 的扫描），收到 {sweep_only!r}")
     s = replace(s, seed=seed)
     start, tok = capable_model(seed)  # code/capable_sft.py：同一个种子的 SFT 模型
     train_poems, held_poems = poem_lists()
@@ -421,12 +426,14 @@ def run_seed(seed: int, s: DPOSettings, betas: Sequence[float] = (), ipo: bool =
     pairs = build_pairs(start, tok, picked, s.samples, s.temperature, gen)
     n_held = round(len(pairs) * s.held_share)
     train_pairs, held_pairs = pairs.subset(range(n_held, len(pairs))), pairs.subset(range(n_held))
-    out: dict[str, Any] = {"pairs": pairs, "n_train_pairs": len(train_pairs), "n_held_pairs": n_held,
-                           "before": evaluate_policy(start, start, tok, held_heads, s)}
-    rm, rm_history = train_reward_model(start, train_pairs, s)
-    out["reward_model"] = {"history": rm_history, "held_accuracy": pair_accuracy(rm, held_pairs),
-                           "train_accuracy": pair_accuracy(rm, train_pairs)}
-    runs = {"dpo": s, **({"ipo": replace(s, loss="ipo", beta=IPO_BETA)} if ipo else {})}
+    out: dict[str, Any] = {}
+    if not sweep_only:
+        out.update({"pairs": pairs, "n_train_pairs": len(train_pairs), "n_held_pairs": n_held,
+                    "before": evaluate_policy(start, start, tok, held_heads, s)})
+        rm, rm_history = train_reward_model(start, train_pairs, s)
+        out["reward_model"] = {"history": rm_history, "held_accuracy": pair_accuracy(rm, held_pairs),
+                               "train_accuracy": pair_accuracy(rm, train_pairs)}
+    runs = {} if sweep_only else {"dpo": s, **({"ipo": replace(s, loss="ipo", beta=IPO_BETA)} if ipo else {})}
     runs.update({f"dpo-beta-{b}": replace(s, beta=b) for b in betas if b != s.beta})
     out["runs"] = {}
     for name, settings in runs.items():
@@ -439,20 +446,94 @@ def run_seed(seed: int, s: DPOSettings, betas: Sequence[float] = (), ipo: bool =
     return out
 
 
+# 实验的三部分，互不相干：每个种子一份 run_seed；IPO 和 β 的扫描只在第一个种子上做，β 的扫描单独成一部分
+PARTS = {"seed-0": {"seed": SEEDS[0], "ipo": True},  # DPO 和 IPO，外加偏好对、奖励模型、SFT 模型的评估
+         "betas": {"seed": SEEDS[0], "sweep": True},  # 只训练 BETAS 里其余 β 的 DPO
+         "seed-1": {"seed": SEEDS[1]}}
+
+
+def dpo_part(part: str, s: DPOSettings | None = None) -> dict[str, Any]:
+    """PARTS 里的一部分（设置 s，默认是文章的设置 PUBLISHED）。"""
+    if part not in PARTS:
+        raise ValueError(f"part 应是 {'、'.join(PARTS)} 之一，收到 {part!r}")
+    spec, s = PARTS[part], PUBLISHED if s is None else s
+    if spec.get("sweep", False):
+        return run_seed(spec["seed"], s, BETAS, sweep_only=True)
+    return run_seed(spec["seed"], s, ipo=spec.get("ipo", False))
+
+
 def dpo_experiment(s: DPOSettings | None = None) -> dict[str, Any]:
-    """文章的全部数字：每个种子（capable_sft.SEEDS）一份 run_seed；IPO 和 β 的扫描只在第一个种子上做。"""
+    """文章的全部数字：三部分（PARTS）合起来，种子 0 的 runs 里接上 β 的扫描。
+    设置是文章的设置（PUBLISHED）时，构建网站时算好的部分直接读取（part_result）。"""
     s = DPOSettings() if s is None else s
     check_settings(s)
     _, tok = capable_model(SEEDS[0])
-    return {"settings": s, "chars": tok.chars,
-            "seeds": {seed: run_seed(seed, s, BETAS, ipo=True) if seed == SEEDS[0] else run_seed(seed, s)
-                      for seed in SEEDS}}
+    part = {name: part_result(name, s) for name in PARTS}
+    first = {**part["seed-0"], "runs": {**part["seed-0"]["runs"], **part["betas"]["runs"]}}
+    first["cpu_seconds"] = part["seed-0"].get("cpu_seconds", 0.0) + part["betas"].get("cpu_seconds", 0.0)
+    return {"settings": s, "chars": tok.chars, "seeds": {SEEDS[0]: first, SEEDS[1]: part["seed-1"]}}
 # --8<-- [end:experiment]
 
 
-BUILD_ARTIFACTS = {"preference-dpo": ("dpo_experiment", "save_dpo")}
+PUBLISHED = DPOSettings()  # 文章的设置：构建时按它算好各部分
+# 每一部分是一个产物（第三项是传给 dpo_part 的参数），preference-dpo 读它们、合起来
+BUILD_ARTIFACTS = {"dpo-seed-0": ("dpo_part", "save_part", "seed-0"),
+                   "dpo-betas": ("dpo_part", "save_part", "betas"),
+                   "dpo-seed-1": ("dpo_part", "save_part", "seed-1"),
+                   "preference-dpo": ("dpo_experiment", "save_dpo")}
 DPO_ENV = "LLM_ARTIFACT_PREFERENCE_DPO"
+PART_ENVS = {"seed-0": "LLM_ARTIFACT_DPO_SEED_0", "betas": "LLM_ARTIFACT_DPO_BETAS",
+             "seed-1": "LLM_ARTIFACT_DPO_SEED_1"}  # 构建时指向各部分缓存的文件
 PAIR_TENSORS = ("prompt", "chosen", "rejected", "chosen_mask", "rejected_mask")
+
+
+def part_result(part: str, s: DPOSettings) -> dict[str, Any]:
+    """dpo_part(part, s)：s 是文章的设置、构建网站时又已算好这一部分，就读缓存的文件。"""
+    path = os.environ.get(PART_ENVS.get(part, ""))
+    if s == PUBLISHED and path and Path(path).is_file():
+        return load_part(path)
+    return dpo_part(part, s)
+
+
+def plain_seed_run(run: dict[str, Any]) -> dict[str, Any]:
+    """一个种子（或一部分）的结果里的数据类换成字典，用时去掉：torch.save 存的就是它。"""
+    record = {k: v for k, v in run.items() if k != "cpu_seconds"}
+    if "pairs" in run:
+        record["pairs"] = asdict(run["pairs"])
+    if "reward_model" in run:
+        record["reward_model"] = {**run["reward_model"], "history": asdict(run["reward_model"]["history"])}
+    record["runs"] = {name: {**r, "history": asdict(r["history"])} for name, r in run["runs"].items()}
+    return record
+
+
+def revive_seed_run(run: dict[str, Any]) -> dict[str, Any]:
+    """plain_seed_run 的反面：字典换回数据类。"""
+    if "pairs" in run:
+        run["pairs"] = Pairs(**run["pairs"])
+    if "reward_model" in run:
+        run["reward_model"]["history"] = RewardHistory(**run["reward_model"]["history"])
+    for r in run["runs"].values():
+        r["history"] = DPOHistory(**r["history"])
+    return run
+
+
+def save_part(path: str | Path, part: dict[str, Any]) -> None:
+    """存下 dpo_part 的结果（不存用时）。"""
+    if not isinstance(path, (str, Path)):
+        raise ValueError(f"path 应是文件路径（str 或 pathlib.Path），收到 {type(path).__name__}")
+    if not isinstance(part, dict) or "runs" not in part:
+        raise ValueError("part 应是 dpo_part() 的返回值（一个有 runs 的字典）")
+    torch.save(plain_seed_run(part), path)
+
+
+def load_part(path: str | Path) -> dict[str, Any]:
+    """读回 save_part 存的文件。"""
+    if not isinstance(path, (str, Path)) or not Path(path).is_file():
+        raise ValueError(f"path 应是 save_part 存下的文件，但找不到 {path!r}")
+    data = torch.load(path, weights_only=True)
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), dict):
+        raise ValueError(f"{path} 不是 save_part 存下的文件：应是一个有 runs 的字典")
+    return revive_seed_run(data)
 
 
 def save_dpo(path: str | Path, result: dict[str, Any]) -> None:
@@ -460,13 +541,7 @@ def save_dpo(path: str | Path, result: dict[str, Any]) -> None:
     check_result(result)
     if not isinstance(path, (str, Path)):
         raise ValueError(f"path 应是文件路径（str 或 pathlib.Path），收到 {type(path).__name__}")
-    seeds = {}
-    for seed, run in result["seeds"].items():
-        record = {k: v for k, v in run.items() if k != "cpu_seconds"}
-        record["pairs"] = asdict(run["pairs"])
-        record["reward_model"] = {**run["reward_model"], "history": asdict(run["reward_model"]["history"])}
-        record["runs"] = {name: {**r, "history": asdict(r["history"])} for name, r in run["runs"].items()}
-        seeds[seed] = record
+    seeds = {seed: plain_seed_run(run) for seed, run in result["seeds"].items()}
     torch.save({"settings": asdict(result["settings"]), "chars": list(result["chars"]), "seeds": seeds}, path)
 
 
@@ -478,10 +553,7 @@ def load_dpo(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"path 应是 save_dpo 存下的文件，但找不到 {path}")
     data = torch.load(path, weights_only=True)
     for run in data["seeds"].values():
-        run["pairs"] = Pairs(**run["pairs"])
-        run["reward_model"]["history"] = RewardHistory(**run["reward_model"]["history"])
-        for r in run["runs"].values():
-            r["history"] = DPOHistory(**r["history"])
+        revive_seed_run(run)
     data["settings"] = DPOSettings(**data["settings"])
     check_result(data)
     return data
@@ -649,7 +721,7 @@ if __name__ == "__main__":
         p = run["pairs"]
         print(f"种子 {seed}：{p.n_prompts} 组藏头 → {len(p)} 个偏好对（{p.ties} 组同分丢掉），"
               f"奖励模型在留出的 {run['n_held_pairs']} 对上排对 {run['reward_model']['held_accuracy']:.1%}；"
-              f"用时 {run['cpu_seconds']:.0f} CPU 秒")
+              f"用时 {run.get('cpu_seconds', 0.0):.0f} CPU 秒（读缓存的部分记 0）")
         rows = {"SFT": run["before"], **{name: r["after"] for name, r in run["runs"].items()}}
         for name, ev in rows.items():
             smp, grd = ev["sampled"], ev["greedy"]

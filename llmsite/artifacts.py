@@ -4,7 +4,10 @@ A module of ``code/`` declares its artifacts with a module-level literal::
 
     BUILD_ARTIFACTS = {"tiny-transformer": ("train_reference", "save_trained")}
 
-name -> (function computing the result, function ``save(path, *result)`` writing it to a file). The file
+name -> (function computing the result, function ``save(path, *result)`` writing it to a file). A third
+element, a literal (a string, a number or a tuple of them), is passed to the compute function: one function then
+declares independent parts of an experiment, each its own artifact, computed in its own process and side by side
+(``"capable-sft-0": ("train_capable", "save_capable", (0,))``). The file
 is cached at ``.cache/artifacts/<name>/<key>/<name>.pt`` (``LLM_ARTIFACT_CACHE`` overrides the folder).
 
 Key: the definition-level dependencies of both functions (``figures.deps.definition_deps``: the
@@ -62,6 +65,7 @@ class Artifact:
     compute: str
     save: str
     line: int
+    args: tuple[Any, ...] = ()  # the declaration's third element, if any, as the compute function's one argument
 
     @property
     def env(self) -> str:
@@ -74,6 +78,11 @@ class Artifact:
     @property
     def where(self) -> str:
         return f"{rel(self.module)}:{self.line}"
+
+    @property
+    def call(self) -> str:
+        """How the compute function is called, for messages: ``train_capable((0,))``."""
+        return f"{self.compute}({', '.join(map(repr, self.args))})"
 
 
 class ArtifactError(RuntimeError):
@@ -114,15 +123,25 @@ def _parse_declared(path: Path, text: str) -> tuple[Artifact, ...]:
         if not isinstance(value, dict):
             raise ArtifactError(f"{where}: {DECLARATION} 必须是字典 {{名字: (计算函数名, 保存函数名)}}")
         defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        for name, pair in value.items():
-            if not (isinstance(name, str) and isinstance(pair, tuple) and len(pair) == 2
-                    and all(isinstance(f, str) for f in pair)):
-                raise ArtifactError(f"{where}: {DECLARATION} 的每一项写成 \"名字\": (\"计算函数名\", \"保存函数名\")")
-            missing = [f for f in pair if f not in defined]
+        for name, item in value.items():
+            if not (isinstance(name, str) and isinstance(item, tuple) and len(item) in (2, 3)
+                    and all(isinstance(f, str) for f in item[:2])):
+                raise ArtifactError(f"{where}: {DECLARATION} 的每一项写成 \"名字\": (\"计算函数名\", \"保存函数名\")，"
+                                    "或再加一个传给计算函数的参数：(\"计算函数名\", \"保存函数名\", 参数)")
+            if len(item) == 3 and not _plain_literal(item[2]):
+                raise ArtifactError(f"{where}: 产物 {name} 的参数 {item[2]!r} 应是字符串、数，或由它们组成的元组")
+            missing = [f for f in item[:2] if f not in defined]
             if missing:
                 raise ArtifactError(f"{where}: 产物 {name} 的函数 {'、'.join(missing)} 没有在 {rel(path)} 的顶层定义")
-            found.append(Artifact(name, path.resolve(), pair[0], pair[1], node.lineno))
+            found.append(Artifact(name, path.resolve(), item[0], item[1], node.lineno, tuple(item[2:])))
     return tuple(found)
+
+
+def _plain_literal(value: object) -> bool:
+    """A string, a number, or a tuple of them (hashable, and written the same way in every key)."""
+    if isinstance(value, tuple):
+        return all(_plain_literal(v) for v in value)
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
 
 def discover(code_dir: Path = CODE) -> dict[str, Artifact]:
@@ -155,7 +174,9 @@ def key_for(artifact: Artifact, code_dir: Path = CODE, root: Path = ROOT) -> bui
 def _key_for(artifact: Artifact, code_dir: Path, root: Path) -> build_cache.Key:
     inputs: dict[str, str] = {
         "pipeline": PIPELINE_VERSION,
-        "declaration": json.dumps([artifact.name, artifact.compute, artifact.save], ensure_ascii=False),
+        # an argument is added only when there is one: the keys of the other artifacts stay what they were
+        "declaration": json.dumps([artifact.name, artifact.compute, artifact.save,
+                                   *([repr(artifact.args[0])] if artifact.args else [])], ensure_ascii=False),
         "threads": "1",
     }
     found = definition_deps([(artifact.module, artifact.compute), (artifact.module, artifact.save)], code_dir)
@@ -216,7 +237,7 @@ def build(item: Planned, code_dir: Path = CODE) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     try:
-        result = getattr(module, artifact.compute)()
+        result = getattr(module, artifact.compute)(*artifact.args)
         args = result if isinstance(result, tuple) else (result,)
         getattr(module, artifact.save)(staging / artifact.filename, *args)
         (staging / "inputs.json").write_text(
@@ -292,9 +313,10 @@ def _compute_as_ready(stale: list[Artifact], out: TextIO, code_dir: Path) -> lis
 def upstream(artifact: Artifact, code_dir: Path = CODE) -> list[Artifact]:
     """The other artifacts whose compute function ``artifact``'s compute function reaches (e.g. a fine-tuning run
     that starts from the pretrained model): they must be cached first, so its process reads them instead of
-    training them again."""
+    training them again. Artifacts declared with the same compute function (other arguments) are not among them."""
     reached = definition_deps([(artifact.module, artifact.compute)], code_dir).roots
-    return [a for a in used_by(reached, code_dir) if a != artifact]
+    # the other parts computed by the same function (another argument) are siblings, not upstream: none reads another
+    return [a for a in used_by(reached, code_dir) if (a.module, a.compute) != (artifact.module, artifact.compute)]
 
 
 def _export_cached(code_dir: Path) -> list[Planned]:
@@ -360,6 +382,6 @@ def run(items: list[Planned], out: TextIO | None = None, code_dir: Path = CODE) 
         build(item, code_dir)
         built += 1
         a = item.artifact
-        print(f"  [产物] {a.name:<24} {time.perf_counter() - t0:6.2f} s  ({rel(a.module)}: {a.compute})",
+        print(f"  [产物] {a.name:<24} {time.perf_counter() - t0:6.2f} s  ({rel(a.module)}: {a.call})",
               file=out, flush=True)
     return built

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         for item in items:
             a = item.artifact
             state = "已缓存" if item.cached else "需计算"
-            print(f"{a.name}  [{state}]  {a.where}  {a.compute}() → {a.save}()")
+            print(f"{a.name}  [{state}]  {a.where}  {a.call} → {a.save}()")
             uses = definition_deps([(a.module, a.compute), (a.module, a.save)], CODE)
             for path, names in uses.names.items():
                 print(f"    依赖 {rel(path)}：{', '.join(names)}")

@@ -4,6 +4,8 @@
 - 奖励模型的损失就是 −log σ(r_好 − r_差)（这里逐项照公式用 math 算一遍）；
 - DPO 走一步，隐含奖励之差（好的对数概率比减差的）从 0 变成正的；
 - 同一个种子，偏好对、奖励模型、DPO 的结果逐位相同；存下再读回一样，两次存下的文件逐字节相同；
+- 实验的三部分各是一个构建产物：倒着一个个算、存下再读回合成的结果，和在一个进程里顺着算（种子 0 的 DPO、IPO、
+  β 扫描，再种子 1）的每个值都相同（构建时两个核并排算它们，靠的就是这一点）；
 - 输入不对时抛出 ValueError。
 这里的模型是随机初始化的唐诗 GPT（不读构建产物），偏好对用语料里的诗手工拼成；训练好的模型上的数由文章的论断测试核对。
 """
@@ -46,6 +48,8 @@ from evaluation import Samples, draw, sample_poems
 from gpt_from_scratch import MIN_COUNT, load_poems, poem_config, split_poems
 from tiny_transformer import TinyTransformer
 from tokenizer import CharTokenizer
+
+from .same_values import assert_same_values
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
@@ -408,6 +412,54 @@ def test_same_inputs_same_file_bytes(monkeypatch, tmp_path) -> None:
     assert (tmp_path / "a" / "dpo.pt").read_bytes() == (tmp_path / "b" / "dpo.pt").read_bytes()
 
 
+def test_each_part_is_an_artifact_and_the_whole_waits_for_them() -> None:
+    from llmsite import artifacts
+
+    found = artifacts.discover()
+    parts = {name: a for name, a in found.items() if a.module == found["preference-dpo"].module and a.args}
+    assert {a.args for a in parts.values()} == {(part,) for part in dpo_train.PARTS}
+    assert all(a.compute == "dpo_part" and a.env == dpo_train.PART_ENVS[a.args[0]] for a in parts.values())
+    assert set(parts) <= {a.name for a in artifacts.upstream(found["preference-dpo"])}
+    for a in parts.values():  # 互不相干：哪一部分都不等另一部分
+        assert not set(parts) & {u.name for u in artifacts.upstream(a)}, a.name
+    assert DPOSettings() == dpo_train.PUBLISHED  # 构建时算的就是文章的设置
+
+
+def test_parts_read_back_equal_one_process(monkeypatch, tmp_path) -> None:
+    """三部分倒着各算一次、存下；读回合成的结果和一个进程里顺着算的（拆开以前的做法）每个值都相同。"""
+    poems = usable_poems()
+    monkeypatch.setattr(dpo_train, "capable_model", lambda seed: (random_gpt(seed), tok()))
+    monkeypatch.setattr(dpo_train, "poem_lists", lambda: (poems[:40], poems[40:43]))
+    monkeypatch.setattr(dpo_train, "build_pairs", lambda *args: hand_pairs(10))
+    monkeypatch.setattr(dpo_train, "BETAS", (0.1, 0.5))
+    monkeypatch.setattr(dpo_train, "PUBLISHED", TINY)  # 小设置当作文章的设置：走读缓存的那条路
+    first, second = dpo_train.SEEDS
+    one = {"settings": TINY, "chars": tok().chars,
+           "seeds": {first: run_seed(first, TINY, (0.1, 0.5), ipo=True), second: run_seed(second, TINY)}}
+    for part in reversed(dpo_train.PARTS):  # 倒着算：哪一部分都不靠前一部分
+        path = tmp_path / f"{part}.pt"
+        dpo_train.save_part(path, dpo_train.dpo_part(part))
+        assert "cpu_seconds" not in torch.load(path, weights_only=True)
+        monkeypatch.setenv(dpo_train.PART_ENVS[part], str(path))
+    monkeypatch.setattr(dpo_train, "run_seed", lambda *args, **kw: pytest.fail("读得到缓存时不该再算"))
+    split = dpo_experiment(TINY)
+    for run in (*one["seeds"].values(), *split["seeds"].values()):
+        run.pop("cpu_seconds", None)
+    save_dpo(tmp_path / "one.pt", one)
+    save_dpo(tmp_path / "split.pt", split)
+    assert_same_values(load_dpo(tmp_path / "one.pt"), load_dpo(tmp_path / "split.pt"))
+
+
+def test_other_settings_never_read_the_cached_parts(monkeypatch, tmp_path) -> None:
+    torch.save({"pairs": {}}, tmp_path / "bad.pt")
+    monkeypatch.setenv(dpo_train.PART_ENVS["seed-1"], str(tmp_path / "bad.pt"))
+    calls = []
+    monkeypatch.setattr(dpo_train, "run_seed", lambda *args, **kw: calls.append((args, kw)) or {})
+    assert dpo_train.part_result("seed-1", TINY) == {} and calls == [((1, TINY), {"ipo": False})]
+    with pytest.raises(ValueError, match="不是 save_part 存下的文件"):  # 文章的设置：读缓存，文件不对时说清楚
+        dpo_train.part_result("seed-1", DPOSettings())
+
+
 # --------------------------------------------------------------------------- bad input
 
 
@@ -497,6 +549,10 @@ def empty_pairs() -> Pairs:
     (lambda: run_seed(0, TINY, betas=[0.1, -1]), "betas 里的 β 应为有限的正数"),
     (lambda: run_seed(0, TINY, ipo="yes"), "ipo 应为 True 或 False"),
     (lambda: dpo_experiment("fast"), "s 应为 DPOSettings"),
+    (lambda: dpo_train.dpo_part("seed-2"), "part 应是 seed-0、betas、seed-1 之一"),
+    (lambda: run_seed(0, TINY, sweep_only="yes"), "sweep_only 应为 True 或 False"),
+    (lambda: dpo_train.save_part("x.pt", {"pairs": []}), "dpo_part"),
+    (lambda: dpo_train.load_part("/nonexistent/part.pt"), "找不到"),
     (lambda: save_dpo("x.pt", None), "result 应是 dpo_experiment"),
     (lambda: save_dpo("x.pt", {"settings": TINY}), r"缺少 \['chars', 'seeds'\]"),
     (lambda: save_dpo("x.pt", {"settings": "s", "chars": [], "seeds": {}}), "result\\['settings'\\] 应为 DPOSettings"),

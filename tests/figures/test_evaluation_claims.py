@@ -6,8 +6,8 @@ checks the numbers it states against a recomputation done here, without ``code/e
 
 - the artifact ``model-comparison`` is first checked to be what the models write: every model's greedy poems are
   rewritten by a loop without a KV cache (the stage-2 models' by the LoRA claims' own loop, the 500-step models'
-  from their parameters read straight from the ``capable-sft`` file), and the first sampling seed of the 500-step
-  model (seed 0) is redrawn by a plain loop and an inverse-CDF draw written out here (``plain_draw``), one
+  from their parameters read straight from the ``capable-sft-<seed>`` files), and the first sampling seed of the
+  500-step model (seed 0) is redrawn by a plain loop and an inverse-CDF draw written out here (``plain_draw``), one
   generator, the same draws (the next-token logits from stage 1's KV cache, ``cached_rows``: see there why);
 - every rate is then recounted from the stored poems with the LoRA claims' form check, a line-head count written
   here and a rhyme check written here from ``pypinyin``'s finals and the 十三辙 table; intervals come from
@@ -129,7 +129,8 @@ def poems(name: str) -> list[list[str]]:
 @cache
 def capable_net(seed: int) -> torch.nn.Module:
     """The 500-step model of this seed: the stage-1 GPT's architecture, the parameters read from the file itself."""
-    saved = torch.load(os.environ["LLM_ARTIFACT_CAPABLE_SFT"], weights_only=True)
+    files = {0: os.environ["LLM_ARTIFACT_CAPABLE_SFT_0"], 1: os.environ["LLM_ARTIFACT_CAPABLE_SFT_1"]}  # one per seed
+    saved = torch.load(files[seed], weights_only=True)
     model = copy.deepcopy(lora.base())
     model.load_state_dict(saved["runs"][seed]["state"])
     return model.eval()

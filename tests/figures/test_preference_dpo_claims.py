@@ -4,10 +4,10 @@ Each entry of ``CLAIMS`` locates a sentence of ``docs/articles/preference-dpo.md
 and checks the numbers it states. The artifact ``preference-dpo`` is read with ``torch.load`` (not through
 ``code/dpo_train.py``), and first checked to be what the models write:
 
-- the SFT models of both seeds (parameters from the ``capable-sft`` file) and the DPO policy of seed 0 (parameters
-  from this artifact) rewrite their held-out poems here: greedily by a loop without a KV cache, and sampled at
-  temperature 1 by the evaluation claims' ``cached_rows`` (an inverse-CDF draw written out per row), one generator
-  seeded as the article's evaluation is, the same draws; the stored poems must be exactly those;
+- the SFT models of both seeds (parameters from the ``capable-sft-<seed>`` files) and the DPO policy of seed 0
+  (parameters from this artifact) rewrite their held-out poems here: greedily by a loop without a KV cache, and
+  sampled at temperature 1 by the evaluation claims' ``cached_rows`` (an inverse-CDF draw written out per row), one
+  generator seeded as the article's evaluation is, the same draws; the stored poems must be exactly those;
 - every rate is then recounted from the stored poems with the evaluation claims' line-head count, the LoRA claims'
   form check and the evaluation claims' rhyme check; intervals from ``scipy.stats.binomtest`` (Wilson);
 - the pairs are decoded from their stored tokens, rescored with those checks (heads + 0.5 form + 0.25 rhyme) and

@@ -329,10 +329,10 @@ DIGEST = ("import hashlib\n"
 # more. Each still computes its own results in its fresh kernel (the lora lab fine-tunes, the efficient-inference lab
 # quantizes, the evaluation lab fine-tunes its 500-step model and samples), and what it prints must equal, line for
 # line, what the build's execution printed. The preference-dpo lab starts one step further on, from the 500-step model
-# the evaluation lab fine-tunes (capable-sft: 500 more steps per model would not fit its minute); it makes its own
-# pairs and trains its own DPO.
+# the evaluation lab fine-tunes (capable-sft-0, the seed both labs start from: 500 more steps would not fit their
+# minute); each makes its own pairs or rollouts and trains its own DPO or GRPO.
 GIVEN = {"lora_lab": "tang-gpt", "efficient_inference_lab": "tang-gpt", "evaluation_lab": "tang-gpt",
-         "preference_dpo_lab": "capable-sft", "grpo_lab": "capable-sft"}
+         "preference_dpo_lab": "capable-sft-0", "grpo_lab": "capable-sft-0"}
 REPRODUCED = {  # snippets of the cells whose printed results are compared, and what says it computed them itself
     "lora_lab": (("summary(result)",), "现场微调"),
     "efficient_inference_lab": (("validation_windows(tok)", "for row in cost_table()"), None),

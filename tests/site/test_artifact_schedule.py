@@ -77,14 +77,15 @@ def test_a_slow_artifact_holds_back_only_what_reads_it(tmp_path, monkeypatch):
     while DPO is still training; waves made it wait for DPO (issue 47: about 110 s of a cold build)."""
     found = artifacts.discover()
     assert "preference-dpo" not in {a.name for a in artifacts.upstream(found["grpo-runs"])}
-    assert "capable-sft" in {a.name for a in artifacts.upstream(found["preference-dpo"])}
+    assert {"capable-sft-0", "capable-sft-1"} <= {a.name for a in artifacts.upstream(found["preference-dpo"])}
     monkeypatch.setattr(artifacts, "_cores", lambda: 2)
     events: list[tuple[str, str]] = []
     deadline = time.monotonic() + 10  # scheduled in waves, GRPO would wait for DPO: end DPO then, and fail below
     _fake_processes(monkeypatch, tmp_path, found, events,
                     slow={"preference-dpo": lambda: ("start", "grpo-runs") in events or time.monotonic() > deadline})
     paths = artifacts.ensure([found["grpo-runs"], found["preference-dpo"]])
-    assert {"grpo-runs", "preference-dpo", "model-comparison", "capable-sft", "tang-gpt"} <= set(paths)
+    assert {"grpo-runs", "preference-dpo", "model-comparison", "capable-sft-0", "capable-sft-1",
+            "tang-gpt"} <= set(paths)
     _check_order(events, found)
     assert events.index(("start", "grpo-runs")) < events.index(("end", "preference-dpo")), events
 
@@ -92,8 +93,30 @@ def test_a_slow_artifact_holds_back_only_what_reads_it(tmp_path, monkeypatch):
 def test_a_failure_starts_nothing_that_reads_it_and_is_raised(tmp_path, monkeypatch):
     found = artifacts.discover()
     events: list[tuple[str, str]] = []
-    _fake_processes(monkeypatch, tmp_path, found, events, failing="capable-sft")
-    with pytest.raises(artifacts.ArtifactError, match="capable-sft: 训练失败（测试）"):
+    _fake_processes(monkeypatch, tmp_path, found, events, failing="capable-sft-1")
+    with pytest.raises(artifacts.ArtifactError, match="capable-sft-1: 训练失败（测试）"):
         artifacts.ensure([found["grpo-runs"]])
     started = [n for k, n in events if k == "start"]
-    assert "capable-sft" in started and not {"model-comparison", "grpo-runs"} & set(started), events
+    assert "capable-sft-1" in started and not {"model-comparison", "grpo-runs"} & set(started), events
+
+
+def test_the_parts_of_one_experiment_train_side_by_side(tmp_path, monkeypatch):
+    """The two seeds of the 500-step SFT, then the three parts of the DPO experiment (one compute function, an
+    argument each): on two cores each part starts while its sibling is still training, and preference-dpo, which
+    gathers them, starts after all three (issue 46: the DPO lane's chain of trainings left one core idle)."""
+    found = artifacts.discover()
+    monkeypatch.setattr(artifacts, "_cores", lambda: 2)
+    events: list[tuple[str, str]] = []
+    deadline = time.monotonic() + 10  # one at a time, the sibling never starts: end at the deadline, fail below
+
+    def after(name):
+        return lambda: ("start", name) in events or time.monotonic() > deadline
+
+    _fake_processes(monkeypatch, tmp_path, found, events,
+                    slow={"capable-sft-0": after("capable-sft-1"), "dpo-seed-0": after("dpo-betas")})
+    artifacts.ensure([found["preference-dpo"]])
+    _check_order(events, found)
+    assert events.index(("start", "capable-sft-1")) < events.index(("end", "capable-sft-0")), events
+    assert events.index(("start", "dpo-betas")) < events.index(("end", "dpo-seed-0")), events
+    gather = events.index(("start", "preference-dpo"))
+    assert all(events.index(("end", part)) < gather for part in ("dpo-seed-0", "dpo-betas", "dpo-seed-1")), events
