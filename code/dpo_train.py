@@ -465,7 +465,7 @@ def dpo_part(part: str, s: DPOSettings | None = None) -> dict[str, Any]:
 def dpo_experiment(s: DPOSettings | None = None) -> dict[str, Any]:
     """文章的全部数字：三部分（PARTS）合起来，种子 0 的 runs 里接上 β 的扫描。
     设置是文章的设置（PUBLISHED）时，构建网站时算好的部分直接读取（part_result）。"""
-    s = DPOSettings() if s is None else s
+    s = PUBLISHED if s is None else s
     check_settings(s)
     _, tok = capable_model(SEEDS[0])
     part = {name: part_result(name, s) for name in PARTS}
@@ -489,7 +489,7 @@ PAIR_TENSORS = ("prompt", "chosen", "rejected", "chosen_mask", "rejected_mask")
 
 def part_result(part: str, s: DPOSettings) -> dict[str, Any]:
     """dpo_part(part, s)：s 是文章的设置、构建网站时又已算好这一部分，就读缓存的文件。"""
-    path = os.environ.get(PART_ENVS.get(part, ""))
+    path = os.environ.get(PART_ENVS[part]) if part in PART_ENVS else None  # 不认识的名字由 dpo_part 报错
     if s == PUBLISHED and path and Path(path).is_file():
         return load_part(path)
     return dpo_part(part, s)

@@ -41,6 +41,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, TextIO
 
+from llmsite import artifact_order
 from llmsite import cache as build_cache
 from llmsite.cache.deps import definition_deps, key_name, per_build
 from llmsite.paths import CACHE, CODE, ROOT, rel
@@ -265,13 +266,18 @@ def _compute_as_ready(stale: list[Artifact], out: TextIO, code_dir: Path) -> lis
     """Compute the ``stale`` artifacts, each in its own fresh process, as many at once as there are cores (each
     trains on one thread, so the bits do not depend on how many run at once). Each starts as soon as the stale
     artifacts its compute function reaches are cached, not when a whole wave is done: a slow artifact holds back
-    only what reads it. Each one's lines are printed when it finishes; after a failure nothing new starts, and the
-    first failure (in the order of ``stale``) is raised once the running ones have finished. Returns the names in
-    the order they were started."""
+    only what reads it. Of the ready ones, the one with the longest remaining chain starts first (``artifact_order``:
+    critical path first, by the committed seconds hints). Each one's lines are printed when it finishes; after a
+    failure nothing new starts, and the first failure (in the order of ``stale``) is raised once the running ones have
+    finished. Returns the names in the order they were started."""
     import tempfile
 
     names = [a.name for a in stale]
     needs = {a.name: {u.name for u in upstream(a, code_dir) if u.name in names} for a in stale}
+    try:  # a free core goes to the ready artifact the longest remaining chain waits on (artifact_order.py)
+        rank = artifact_order.remaining(needs, artifact_order.hints())
+    except artifact_order.HintError as exc:
+        raise ArtifactError(str(exc)) from exc
     started: list[str] = []
     done: set[str] = set()
     failures: dict[str, str] = {}
@@ -281,6 +287,7 @@ def _compute_as_ready(stale: list[Artifact], out: TextIO, code_dir: Path) -> lis
         running: dict[str, subprocess.Popen[bytes]] = {}
         while pending or running:
             ready = [n for n in pending if needs[n] <= done] if not failures else []
+            ready = artifact_order.first_to_start(ready, rank)
             if not running and not ready:
                 if failures:
                     break
