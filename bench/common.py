@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import importlib.metadata
@@ -10,10 +11,12 @@ import platform
 import re
 import resource
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -113,7 +116,8 @@ class Run:
     output: str
     steps: list[dict[str, Any]] = field(default_factory=list)  # the build's step reports (llmsite.report)
     # user + sys CPU seconds of the command and every descendant it waited for (getrusage(RUSAGE_CHILDREN) before
-    # and after; the bench runs one command at a time, so nothing else is counted)
+    # and after; the bench runs one command at a time, so nothing else is counted; ``timed_together`` reads each
+    # job's own from os.wait4)
     cpu: float = 0.0
 
     @property
@@ -162,6 +166,62 @@ def timed(cmd: Sequence[str], *, cwd: Path, env: dict[str, str], timeout: float 
         tail = "\n".join(proc.stdout.splitlines()[-30:])
         raise BenchError(f"exit code {proc.returncode}: {' '.join(cmd)} (in {cwd})\n{tail}")
     return run
+
+
+@dataclass(frozen=True)
+class Job:
+    """One command of ``timed_together``; its output goes to ``log`` (a file, so a chatty command cannot block)."""
+
+    cmd: Sequence[str]
+    cwd: Path
+    env: dict[str, str]
+    log: Path
+
+
+def timed_together(jobs: Sequence[Job], *, timeout: float = 1800) -> list[Run]:
+    """Start every job at once and wait for all; each one's wall time and its own CPU seconds.
+
+    Side by side, the jobs see the same machine at the same moment, so a slow hour of a shared machine slows them
+    alike and their difference keeps what is theirs. Each job's CPU comes from ``os.wait4`` on its own process
+    (user + sys of it and every descendant it waited for): ``getrusage(RUSAGE_CHILDREN)`` would mix the jobs.
+    A job still running after ``timeout`` seconds is killed with its process group and raises ``BenchError``."""
+    procs: list[subprocess.Popen[bytes]] = []
+    outputs = []
+    start = time.perf_counter()
+    for job in jobs:
+        out = job.log.open("wb")
+        outputs.append(out)
+        procs.append(subprocess.Popen(list(job.cmd), cwd=job.cwd, env=job.env, stdout=out, stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+    results: dict[int, tuple[float, int, float]] = {}
+
+    def wait(i: int, proc: subprocess.Popen[bytes]) -> None:
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # Popen must not wait for it again
+        results[i] = (time.perf_counter() - start, proc.returncode, usage.ru_utime + usage.ru_stime)
+
+    waiters = [threading.Thread(target=wait, args=(i, p), daemon=True) for i, p in enumerate(procs)]
+    for w in waiters:
+        w.start()
+    deadline = start + timeout
+    for w in waiters:
+        w.join(max(0.0, deadline - time.perf_counter()))
+    late = [i for i, w in enumerate(waiters) if w.is_alive()]
+    for i in late:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(procs[i].pid, signal.SIGKILL)
+    for w in waiters:
+        w.join()
+    for out in outputs:
+        out.close()
+    if late:
+        names = "; ".join(" ".join(jobs[i].cmd) for i in late)
+        raise BenchError(f"timed out after {timeout:.0f} s: {names}")
+    runs = []
+    for i, job in enumerate(jobs):
+        seconds, code, cpu = results[i]
+        runs.append(Run(seconds, code, job.log.read_text(encoding="utf-8", errors="replace"), cpu=cpu))
+    return runs
 
 
 def free_port() -> int:

@@ -3,6 +3,7 @@
     python -m llmsite bench --only marginal                         # cold build, once each (a few minutes)
     python -m llmsite bench --only marginal --marginal-repeats 3    # three interleaved pairs
     python -m llmsite bench --only marginal --marginal-suite        # and the test suite (15-30 minutes a run)
+    python -m llmsite bench --only marginal --marginal-suite --marginal-together   # the two suites side by side
 
 Two copies of the repository (``Workspace``; with the files the test suite needs: ``tests/``,
 ``pyproject.toml``, ``bench/``, ``.github/`` ... every tracked top-level entry, and a ``node_modules``
@@ -33,6 +34,13 @@ inside it; ``CI`` unset for the suite, so missing optional tools skip rather tha
   --junitxml=FILE`` in A and in B, interleaved the same way; the wall-time difference, and from the
   JUnit reports (``bench.suite.read``) the per-file differences: which test files grew, by how many
   seconds and by how many test cases.
+  With ``--marginal-together`` the two suites run at the same time, each with half the cores' xdist workers and
+  its own ``--basetemp``: a shared machine's slow hour then slows both alike. One after the other, the pair of
+  2026-12-06 grew 8 % in test files the article does not touch; 8 % of the suite's 3,500 CPU seconds is almost
+  five times the 60 s budget, so a difference of tens of CPU seconds needs the two side by side.
+  ``unrelated`` sums the files that show the noise left: ``tests/code/`` and ``tests/exercises/`` files other than
+  the new article's, with as many tests in A as in B. Each suite's CPU is its own process tree's
+  (``common.timed_together``).
 
 The machine's load average is recorded at the start and the end. The budgets of issue 24 (each article
 costs the suite <= 60 s and the cold build <= 45 s) are shown next to the figures, not asserted.
@@ -909,6 +917,7 @@ class MarginalContext:
     tmp: Path
     repeats: int = DEFAULT_REPEATS
     suite: bool = False  # also time the test suite (15-30 minutes a run)
+    together: bool = False  # run the two copies' suites side by side, not one after the other
     notes: list[str] = field(default_factory=list)
 
 
@@ -981,8 +990,9 @@ def _suite_env(ws: Workspace) -> dict[str, str]:
     return env
 
 
-def _suite_run(ws: Workspace, report: Path) -> dict[str, Any]:
-    """One run of the test suite in ``ws`` from an empty cache (as on a fresh clone)."""
+def _suite_command(ws: Workspace, report: Path, workers: int | None = None,
+                   basetemp: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """The suite's command and environment in ``ws``, from an empty cache (as on a fresh clone)."""
     ws.clear_cache()
     shutil.rmtree(ws.root / "site", ignore_errors=True)
     report.unlink(missing_ok=True)
@@ -990,12 +1000,19 @@ def _suite_run(ws: Workspace, report: Path) -> dict[str, Any]:
     # it, that cannot work. It is left out of both runs alike (about 2 s).
     smoke = "tests/bench/test_marginal.py::test_generated_article_is_a_valid_article_with_code_a_figure_and_a_lab"
     cmd = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", "--deselect", smoke]
+    if workers is not None:
+        cmd += ["-n", str(workers)]
+    if basetemp is not None:  # two suites side by side must not share pytest's numbered temporary folders
+        cmd.append(f"--basetemp={basetemp}")
     cpu_log = report.with_suffix(".cpu.jsonl")
     cpu_log.unlink(missing_ok=True)
-    env = {**_suite_env(ws), cputime.LOG_ENV: str(cpu_log)}
-    r = timed(cmd, cwd=ws.root, env=env, timeout=SUITE_TIMEOUT, check=False)
+    return cmd, {**_suite_env(ws), cputime.LOG_ENV: str(cpu_log)}
+
+
+def _suite_result(ws: Workspace, report: Path, r: Run) -> dict[str, Any]:
     found = _SUMMARY.findall(r.output)
     cases = suite.read(report) if report.is_file() else []
+    cpu_log = report.with_suffix(".cpu.jsonl")
     ws.clear_cache()
     return {
         "seconds": r.seconds,
@@ -1009,6 +1026,26 @@ def _suite_run(ws: Workspace, report: Path) -> dict[str, Any]:
         "report": str(report),
         "load_average": load_average(),
     }
+
+
+def _suite_run(ws: Workspace, report: Path) -> dict[str, Any]:
+    """One run of the test suite in ``ws`` from an empty cache, alone on the machine."""
+    cmd, env = _suite_command(ws, report)
+    return _suite_result(ws, report, timed(cmd, cwd=ws.root, env=env, timeout=SUITE_TIMEOUT, check=False))
+
+
+def _suite_pair(ctx: MarginalContext, a: Workspace, b: Workspace, i: int) -> dict[str, dict[str, Any]]:
+    """The suite in A and in B at the same time, each with half the cores' xdist workers (together they load the
+    machine as one run of ``make test`` does)."""
+    workers = max(1, (os.cpu_count() or 2) // 2)
+    jobs, reports = [], {}
+    for name, ws in (("a", a), ("b", b)):
+        reports[name] = ctx.tmp / f"marginal-suite-{name}-{i + 1}.xml"
+        cmd, env = _suite_command(ws, reports[name], workers, ctx.tmp / f"marginal-basetemp-{name}")
+        jobs.append(common.Job(cmd, ws.root, env, reports[name].with_suffix(".log")))
+    runs = common.timed_together(jobs, timeout=SUITE_TIMEOUT)
+    return {name: _suite_result(ws, reports[name], r) for (name, ws), r in zip((("a", a), ("b", b)), runs,
+                                                                               strict=True)}
 
 
 def _by_file(cases: list[suite.Case], cpu: dict[str, tuple[int, float, float]]) -> dict[str, dict[str, float]]:
@@ -1048,14 +1085,31 @@ def file_differences(runs_a: list[dict[str, Any]], runs_b: list[dict[str, Any]])
     return sorted(rows, key=lambda r: (-r["cpu_difference_s"], -r["difference_s"]))
 
 
+def unrelated(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The test files the new article cannot change (code and exercise tests of other modules, as many tests in A as
+    in B): their CPU seconds without and with it, and the ratio. Away from 1, it is the noise in the pair."""
+    keep = [r for r in rows if r["file"].startswith(("tests/code/", "tests/exercises/")) and MODULE not in r["file"]
+            and not r["new"] and r["tests_without"] == r["tests_with"]]
+    a = sum(r["without_cpu_s"] for r in keep)
+    b = sum(r["with_cpu_s"] for r in keep)
+    return {"files": len(keep), "without_cpu_s": round(a, 3), "with_cpu_s": round(b, 3), "ratio": ratio(b, a),
+            "new_files_cpu_s": round(sum(r["with_cpu_s"] for r in rows if r["new"]), 3)}
+
+
 def suite_cost(ctx: MarginalContext, a: Workspace, b: Workspace) -> dict[str, Any]:
     """The test suite in A and B, interleaved; wall time and per-file differences."""
     runs: dict[str, list[dict[str, Any]]] = {"a": [], "b": []}
     for i in range(ctx.repeats):
-        for name in rotate(["a", "b"], i):
-            ws = a if name == "a" else b
-            log(f"marginal: test suite {name.upper()} #{i + 1} (15-30 minutes)")
-            run = _suite_run(ws, ctx.tmp / f"marginal-suite-{name}-{i + 1}.xml")
+        if ctx.together:
+            log(f"marginal: test suites A and B side by side #{i + 1} (an hour or more)")
+            pair = _suite_pair(ctx, a, b, i)
+        else:
+            pair = {}
+            for name in rotate(["a", "b"], i):
+                log(f"marginal: test suite {name.upper()} #{i + 1} (15-30 minutes)")
+                pair[name] = _suite_run(a if name == "a" else b, ctx.tmp / f"marginal-suite-{name}-{i + 1}.xml")
+        for name in ("a", "b"):
+            run = pair[name]
             runs[name].append(run)
             log(f"marginal: test suite {name.upper()} #{i + 1}: {run['seconds']:.0f} s, {run['summary']}")
             if run["returncode"] != 0:
@@ -1067,6 +1121,7 @@ def suite_cost(ctx: MarginalContext, a: Workspace, b: Workspace) -> dict[str, An
     cpu = _difference(Samples([r["cpu_s"] for r in runs["a"]]), Samples([r["cpu_s"] for r in runs["b"]]))
     return {
         **wall,
+        "unrelated": unrelated(file_differences(runs["a"], runs["b"])),
         "work": work,  # the sum of the tests' own times (under xdist: every worker's, more than the wall time)
         "cpu": cpu,  # user + sys CPU seconds of the whole pytest process tree: the figure the budget is about
         "tests_without": max(r["tests"] for r in runs["a"]),
@@ -1116,6 +1171,11 @@ def render(results: dict[str, Any], top: int = 10) -> str:
             lines.append(f"| 测试的 CPU 秒（pytest 和它的全部子进程，user + sys） | "
                          f"{c['without']['median']:.0f} → {c['with']['median']:.0f}，多 {c['difference_s']:+.0f} "
                          f"（{c['ratio']:.3f}×） | ≤ {s['budget_s']:.0f} CPU 秒 |")
+        u = s.get("unrelated")
+        if u:
+            lines.append(f"| 其中新的测试文件 / 与新文章无关的 {u['files']} 个文件（噪声） | "
+                         f"{u['new_files_cpu_s']:.0f} CPU 秒 / {u['without_cpu_s']:.0f} → {u['with_cpu_s']:.0f}"
+                         f"（{u['ratio']:.3f}×） | |")
         lines.append(f"| 测试（`pytest`，空缓存，墙钟） | {_pair(s)} | |")
         w = s["work"]
         lines.append(f"| 各测试时间之和 | {w['without']['median']:.0f} s → {w['with']['median']:.0f} s，"

@@ -105,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--marginal-suite", action="store_true", help="marginal: also time the test suite in both copies (long)"
     )
+    parser.add_argument(
+        "--marginal-together", action="store_true",
+        help="marginal: run the two copies' suites side by side (each with half the cores), not one after the other",
+    )
     parser.add_argument("--stage", type=int, default=stage_growth.DEFAULT_STAGE,
                         help="stage-growth: the stage of data/route.yml to leave out (1-based)")
     parser.add_argument("--stage-repeats", type=int, default=stage_growth.DEFAULT_REPEATS,
@@ -180,8 +184,10 @@ def main(argv: list[str] | None = None) -> int:
             }
             _guard("serve-scale", lambda: serve_scale.run(ssctx), results)  # type: ignore[arg-type]
         if "marginal" in families:
-            mctx = marginal.MarginalContext(tmp, repeats=args.marginal_repeats, suite=args.marginal_suite)
-            results["settings"]["marginal"] = {"repeats": mctx.repeats, "suite": mctx.suite}
+            mctx = marginal.MarginalContext(tmp, repeats=args.marginal_repeats, suite=args.marginal_suite,
+                                            together=args.marginal_together)
+            results["settings"]["marginal"] = {"repeats": mctx.repeats, "suite": mctx.suite,
+                                               "together": mctx.together}
             _guard("marginal", lambda: marginal.run(mctx), results)  # type: ignore[arg-type]
         if "stage-growth" in families:
             gctx = stage_growth.StageContext(tmp, stage=args.stage, repeats=args.stage_repeats)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from bench import marginal
-from bench.common import Workspace
+from bench.common import Samples, Workspace
 
 
 def test_generated_article_is_a_valid_article_with_code_a_figure_and_a_lab(tmp_path: Path) -> None:
@@ -115,3 +117,61 @@ def test_the_table_shows_the_build_and_the_suite() -> None:
     assert "1700 → 1742，多 +42" in text
     assert "+19.5 s" in text and "+50.0 s" in text and "`tests/x.py`" in text and "2 → 3" in text
     assert "没有测" in marginal.render({"cold": cold, "suite": {"skipped": "no --marginal-suite"}})
+
+
+def test_timed_together_gives_each_job_its_own_cpu_output_and_exit_code(tmp_path: Path) -> None:
+    import sys
+
+    from bench.common import Job, timed_together
+
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    spawn = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}], check=True); print('busy')"
+    jobs = [Job([sys.executable, "-c", spawn], tmp_path, {}, tmp_path / "busy.log"),
+            Job([sys.executable, "-c", "import sys, time; time.sleep(0.3); print('idle'); sys.exit(3)"], tmp_path, {},
+                tmp_path / "idle.log")]
+    busy, idle = timed_together(jobs, timeout=120)
+    assert busy.cpu >= 0.3 and busy.returncode == 0 and busy.output.strip() == "busy"
+    assert idle.cpu < 0.25 and idle.seconds >= 0.3 and idle.returncode == 3 and idle.output.strip() == "idle"
+
+
+def test_timed_together_kills_a_late_job_with_its_children(tmp_path: Path) -> None:
+    from bench.common import BenchError, Job, timed_together
+
+    # the job starts a grandchild, prints both pids and sleeps for an hour (a shell: it starts in milliseconds)
+    log = tmp_path / "late.log"
+    with pytest.raises(BenchError, match="timed out after"):
+        timed_together([Job(["sh", "-c", "sleep 3600 & echo $$ $!; sleep 3600"], tmp_path, {}, log)], timeout=2)
+
+    def alive(pid: int) -> bool:
+        stat = Path(f"/proc/{pid}/stat")
+        try:
+            return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+        except (OSError, IndexError):
+            return False
+
+    pids = [int(p) for p in log.read_text().split()]
+    assert len(pids) == 2 and not any(alive(p) for p in pids)
+
+
+def test_unrelated_files_are_other_modules_tests_with_as_many_tests() -> None:
+    rows = marginal.file_differences(
+        [{"by_file": {"tests/code/test_a.py": {"tests": 2, "seconds": 1.0, "cpu_s": 10.0},
+                      "tests/code/test_b.py": {"tests": 2, "seconds": 1.0, "cpu_s": 5.0},
+                      "tests/exercises/test_c_answers.py": {"tests": 1, "seconds": 1.0, "cpu_s": 20.0},
+                      "tests/site/test_pages.py": {"tests": 9, "seconds": 1.0, "cpu_s": 100.0}}}],
+        [{"by_file": {"tests/code/test_a.py": {"tests": 2, "seconds": 1.0, "cpu_s": 11.0},
+                      "tests/code/test_b.py": {"tests": 3, "seconds": 1.0, "cpu_s": 9.0},
+                      "tests/exercises/test_c_answers.py": {"tests": 1, "seconds": 1.0, "cpu_s": 21.0},
+                      "tests/site/test_pages.py": {"tests": 9, "seconds": 1.0, "cpu_s": 130.0},
+                      f"tests/code/test_{marginal.MODULE}.py": {"tests": 6, "seconds": 1.0, "cpu_s": 4.0},
+                      f"tests/exercises/test_{marginal.MODULE}_answers.py": {"tests": 3, "seconds": 1.0,
+                                                                            "cpu_s": 2.5}}}])
+    u = marginal.unrelated(rows)
+    # test_b gained a test and test_pages is not a code or exercise test: neither shows noise alone
+    assert (u["files"], u["without_cpu_s"], u["with_cpu_s"]) == (2, 30.0, 32.0)
+    assert u["new_files_cpu_s"] == 6.5
+    text = marginal.render({"suite": {**marginal._difference(Samples([900.0]), Samples([950.0])),
+                                      "work": marginal._difference(Samples([1.0]), Samples([1.0])),
+                                      "unrelated": u, "tests_without": 4, "tests_with": 6, "files": rows,
+                                      "budget_s": 60.0}})
+    assert "无关的 2 个文件（噪声） | 6 CPU 秒 / 30 → 32（1.067×）" in text
