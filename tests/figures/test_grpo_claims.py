@@ -291,10 +291,9 @@ def fact_seed_gap_small() -> bool:
     return gap < min(heads_rate(n, "after") - heads_rate(n, "before") for n in ("capable-0", "capable-1"))
 
 
-def fact_pass1_up_pass8_flat() -> bool:
-    """pass@1 up in both seeds; pass@8 「变化不大」: it moves by less than 0.02 either way."""
-    return all(all_four_pass1(n, "after") > all_four_pass1(n, "before")
-               and abs(all_four_pass8(n, "after") - all_four_pass8(n, "before")) < 0.02 for n in SEEN)
+def fact_pass1_up() -> bool:
+    """pass@1 up in both seeds."""
+    return all(all_four_pass1(n, "after") > all_four_pass1(n, "before") for n in SEEN)
 
 
 def fact_hack_narrows_most() -> bool:
@@ -492,11 +491,14 @@ CLAIMS: list[Claim] = [
     Claim(
         "pass up",
         "article",
-        rf"四句全对的 pass@1 上升了（{D} 到 {D} 和 {D}），pass@8 变化不大（{D} 到 {D} 和 {D}）",
+        rf"四句全对的 pass@1 上升了（{D} 到 {D} 和 {D}），pass@8 从 {D} 变成 {D} 和 {D}",
+        # pass@8 is given without a reading: on a Xeon it moved by under 0.02 in both seeds, on an AMD EPYC (Zen 4,
+        # 2026-12-07) 0.123 -> 0.149 and 0.132; MKL picks its kernels by vendor (ARCHITECTURE.md), and a reading of
+        # so small a change did not hold on both
         checked(lambda st: approx(*[lambda n=n, w=w, f=f: f(n, w) for f in (all_four_pass1, all_four_pass8)
                                     for n, w in (("capable-0", "before"), ("capable-0", "after"),
                                                  ("capable-1", "after"))])(st)
-                or (None if fact_pass1_up_pass8_flat() else "pass@1 does not rise, or pass@8 moves")),
+                or (None if fact_pass1_up() else "pass@1 does not rise in both seeds")),
     ),
     Claim(
         "greedy down",

@@ -349,6 +349,16 @@ def stored_implicit(seed: int, name: str) -> float:
     return seed_run(seed)["runs"][name]["held_pair_accuracy"]
 
 
+def rm_held(seed: int) -> float:
+    return seed_run(seed)["reward_model"]["held_accuracy"]
+
+
+def held_error(seed: int) -> float:
+    """One standard error of an accuracy on the seed's held-out pairs, at the reward model's accuracy."""
+    p = rm_held(seed)
+    return (p * (1 - p) / n_held(seed)) ** 0.5
+
+
 def implicit_sweep() -> list[float]:
     """Seed 0's held-out implicit-reward accuracy for each β of the sweep, in the order of BETAS."""
     return [stored_implicit(0, run_name(b)) for b in BETAS]
@@ -595,19 +605,22 @@ CLAIMS: list[Claim] = [
         "ninety percent form vs half",
         "article",
         r"偏好对里，好回答九成格式正确，差回答不到一半",
-        pair_checked(0, holds(lambda: 90 <= form_share(0, "chosen") < 91 and form_share(0, "rejected") < 50)),
+        # 「九成」: rounds to nine tenths (85% to under 95%); it was 90.x% on a Xeon, 91.1% on an AMD EPYC (Zen 4)
+        pair_checked(0, holds(lambda: 85 <= form_share(0, "chosen") < 95 and form_share(0, "rejected") < 50)),
     ),
     Claim(
         "implicit accuracy",
         "article",
-        rf"隐含奖励在留出的偏好对上排对的比例，种子 0 是 {P}、种子 1 是 {P}，两个种子都比各自的奖励模型（{P} 和 {P}）"
-        r"还低一些；在训练的批次上，最后几步排对九成以上",
+        rf"隐含奖励在留出的偏好对上排对的比例，种子 0 是 {P}、种子 1 是 {P}，都没有明显高过各自的奖励模型"
+        rf"（{P} 和 {P}）；在训练的批次上，最后几步排对九成以上",
         checked(lambda st: (
             approx(lambda: 100 * implicit_accuracy_seed0(), lambda: 100 * stored_implicit(1, "dpo"),
                    lambda: 100 * seed_run(0)["reward_model"]["held_accuracy"],
                    lambda: 100 * seed_run(1)["reward_model"]["held_accuracy"])(st)
-            or (None if all(stored_implicit(s, "dpo") < seed_run(s)["reward_model"]["held_accuracy"] for s in SEEDS)
-                else "an implicit accuracy is not below its seed's reward model")
+            # 「没有明显高过」: not above the reward model by one standard error of a held-out accuracy or more.
+            # Below it in both seeds on a Xeon; on an AMD EPYC (Zen 4) seed 1 was 64.2% against 62.8%
+            or (None if all(stored_implicit(s, "dpo") - rm_held(s) < held_error(s) for s in SEEDS)
+                else "an implicit accuracy is clearly above its seed's reward model")
             or (None if fact_late_batches_over_ninety() else "the late batches are not over 90%")
             or (None if abs(implicit_accuracy_seed0() - stored_implicit(0, "dpo")) < 1e-6  # stored as float32
                 else "the stored implicit accuracy is not the recomputed one"))),
@@ -737,10 +750,9 @@ CLAIMS: list[Claim] = [
     Claim(
         "pitfall: held-out accuracy",
         "article",
-        r"隐含奖励在训练的批次上排对九成以上，在留出的对上只有六成左右",
-        # 「六成左右」: within five points of 60%, both seeds
+        r"隐含奖励在训练的批次上排对九成以上，在留出的对上两个种子都不到七成",
         checked(holds(lambda: fact_late_batches_over_ninety()
-                      and all(55 <= 100 * stored_implicit(s, "dpo") < 65 for s in SEEDS))),
+                      and all(stored_implicit(s, "dpo") < 0.7 for s in SEEDS))),
     ),
     Claim(
         "summary: chosen never below the reference",
@@ -759,8 +771,8 @@ CLAIMS: list[Claim] = [
     Claim(
         "summary heads",
         "article",
-        r"句首命中涨得很少，训练前后的区间重叠",
-        checked(holds(lambda: all(0 < heads_rate(s, "dpo") - heads_rate(s, "SFT") < 2.5 and fact_heads_overlap(s)
+        r"句首命中只涨了不到 3 个百分点，训练前后的区间重叠",
+        checked(holds(lambda: all(0 < heads_rate(s, "dpo") - heads_rate(s, "SFT") < 3 and fact_heads_overlap(s)
                                   for s in SEEDS))),
     ),
     Claim(
