@@ -31,21 +31,29 @@ VIEWPORTS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 375, 
 SCHEMES = {"light": "default", "dark": "slate"}
 BLOCKING = ("serious", "critical")
 
-# Runs in the page once it has loaded: fonts in, math rendered, scroll-focus.js has measured every region
-# that may scroll (it marks <body> when done), Material's scripts done. Each wait is bounded: a page whose
-# script never finishes is then checked as it stands, and axe reports what is missing.
-SETTLE = """async () => {
-  await document.fonts.ready;
-  const math = document.querySelectorAll('.arithmatex');
-  const until = Date.now() + 5000;
-  while ([...math].some(m => !m.querySelector('.katex')) && Date.now() < until) {
-    await new Promise(r => setTimeout(r, 50));
-  }
-  while (document.body.dataset.llmScrollFocus !== 'ready' && Date.now() < until) {
-    await new Promise(r => setTimeout(r, 50));
-  }
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-}"""
+# The page has settled when its fonts are in, every formula is rendered and scroll-focus.js has measured every
+# region that may scroll (it marks <body> when done). Waited for, not assumed after a fixed time: a five-second
+# bound that then went on with the page as it stood failed on a loaded machine (two suites side by side, load 10),
+# axe or the box comparison seeing the page half ready. A page that never settles fails and says what is missing.
+SETTLED = """() => [...document.querySelectorAll('.arithmatex')].every(m => m.querySelector('.katex'))
+  && document.body.dataset.llmScrollFocus === 'ready'"""
+UNSETTLED = """() => ({formulas_not_rendered: [...document.querySelectorAll('.arithmatex')]
+                        .filter(m => !m.querySelector('.katex')).length,
+                      scroll_focus: document.body.dataset.llmScrollFocus || null, fonts: document.fonts.status})"""
+SETTLE_TIMEOUT_MS = 60_000
+
+
+def settle(page, timeout_ms: int = SETTLE_TIMEOUT_MS) -> None:
+    """Wait until the page has settled (``SETTLED``), then two frames so that what it changed is laid out."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.evaluate("() => document.fonts.ready.then(() => null)")
+    try:
+        page.wait_for_function(SETTLED, polling=50, timeout=timeout_ms)
+    except PlaywrightTimeout:
+        pytest.fail(f"{page.url}: not settled after {timeout_ms / 1000:.0f} s: {page.evaluate(UNSETTLED)}")
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
 
 
 def discover_pages(site_dir: Path) -> list[str]:
@@ -114,7 +122,7 @@ def contrast_by_look(page) -> list[dict]:
 def check_page(page, url: str, scheme: str) -> list[dict]:
     response = page.goto(url)
     assert response is not None and response.status in (200, 404), f"{url}: HTTP {response and response.status}"
-    page.evaluate(SETTLE)
+    settle(page)
     actual = page.evaluate("() => document.body.getAttribute('data-md-color-scheme')")
     assert actual == scheme, f"{url}: palette is {actual!r}, expected {scheme!r}"
     return page_violations(page)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from llmsite.stylesheets import BUNDLE
+from tests.browser.test_accessibility import settle
 from tests.site.test_stylesheets import separate_sheets
 
 pytestmark = pytest.mark.browser
@@ -19,15 +20,6 @@ pytestmark = pytest.mark.browser
 PAGES = ("articles/transformer-attention/", "labs/attention_lab/")
 VIEWS = {"phone-light": ({"width": 375, "height": 812}, "light"),
          "desktop-dark": ({"width": 1280, "height": 900}, "dark")}
-
-SETTLED = """async () => {
-  await document.fonts.ready;
-  const until = Date.now() + 5000;
-  while (document.body.dataset.llmScrollFocus !== 'ready' && Date.now() < until) {
-    await new Promise(r => setTimeout(r, 50));
-  }
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-}"""
 
 # Every rule the page's stylesheets hold, in cascade order, nested rules (@media, @font-face, @supports) flattened,
 # each url() written as the absolute address it resolves to from its own sheet: two sets of sheets with the same
@@ -86,7 +78,7 @@ def test_the_bundle_styles_every_element_as_the_separate_sheets_did(browser, bui
     viewport, scheme = VIEWS[view]
     with watched_page(browser, built_site, viewport=viewport, color_scheme=scheme) as page:
         page.goto(site_server + path)
-        page.evaluate(SETTLED)
+        settle(page)
         loaded = page.evaluate("() => [...document.fonts].filter(f => f.status === 'loaded').map(f => f.family)")
         assert "KaTeX_Main" in loaded, loaded
         sheets = [r for r in page.log.requests if r.endswith(".css")]

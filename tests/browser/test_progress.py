@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.browser.test_accessibility import BLOCKING, SCHEMES, SETTLE, VIEWPORTS, axe_run, describe
+from tests.browser.test_accessibility import BLOCKING, SCHEMES, VIEWPORTS, axe_run, describe, settle
 from tests.conftest import SUBPATH
 
 pytestmark = pytest.mark.browser
@@ -411,7 +411,7 @@ def test_route_and_article_with_progress_pass_axe(page, site_server, built_site,
         article(page, site_server, PROMPT)
         if button(page).text_content() != MARKED:
             button(page).click()  # marked: the filled button
-        page.evaluate(SETTLE)
+        settle(page)
         assert page.evaluate("() => document.body.getAttribute('data-md-color-scheme')") == SCHEMES[scheme]
         box = button(page).bounding_box()
         assert box and box["height"] >= 24 and box["width"] >= 24, box
@@ -426,7 +426,7 @@ def test_route_and_article_with_progress_pass_axe(page, site_server, built_site,
         record_artifact(f"progress: article end, {view}, {scheme}", shot)
 
         route(page, site_server)
-        page.evaluate(SETTLE)
+        settle(page)
         assert route_marks(page) == [ATTENTION, BLOCK, PROMPT]
         for b in page.locator(".llm-progress .llm-btn").all():
             box = b.bounding_box()
