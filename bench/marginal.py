@@ -71,7 +71,7 @@ SUITE_FALLBACK = ("tests", "bench", "pyproject.toml", ".github", ".ci", "Makefil
                   "package-lock.json", ".pre-commit-config.yaml", ".gitignore", "LICENSE", "LICENSE-CONTENT")
 # Environment of the caller that must not reach a measured suite (a clean clone's `make test` has none of them).
 SUITE_SCRUB = ("CI", "LLM_SITE_CACHE", "LLM_ARTIFACT_CACHE", "SITE_URL", "PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST",
-               "LLM_TEST_SHARED", "LLM_TEST_PORT", "LLM_BUILD_REPORT")
+               "LLM_TEST_SHARED", "LLM_TEST_PORT", "LLM_BUILD_REPORT", "LLM_CPU_LOG_OWNER")
 _SUMMARY = re.compile(r"^=*\s*(?P<summary>(?:\d+ \w+(?:, )?)+) in [\d.]+s", re.M)
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.py[co]", ".ipynb_checkpoints")
 

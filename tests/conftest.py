@@ -117,8 +117,12 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--article：没有这篇文章：{'、'.join(unknown)}"
                                     f"（有：{'、'.join(lane_graph().articles)}）")
     # CPU seconds per test, for bench/README.md (python -m bench.suite --cpu); a copy of the repository without bench/
-    # (tests/scaffold runs pytest in one) runs without it
-    if os.environ.get("LLM_CPU_LOG") and (ROOT / "bench" / "cputime.py").is_file():
+    # (tests/scaffold runs pytest in one) runs without it. Only the outermost run logs (its controller and the xdist
+    # workers it started): a test that runs pytest in a copy of the tree would otherwise log that copy's tests as if
+    # they were the suite's, and its CPU twice (its own test counts it already).
+    owner = os.environ.setdefault("LLM_CPU_LOG_OWNER", str(os.getpid()))
+    outermost = owner in (str(os.getpid()), str(os.getppid()))
+    if outermost and os.environ.get("LLM_CPU_LOG") and (ROOT / "bench" / "cputime.py").is_file():
         import bench.cputime
 
         config.pluginmanager.register(bench.cputime, "llm-cputime")
