@@ -1019,6 +1019,8 @@ def _suite_result(ws: Workspace, report: Path, r: Run) -> dict[str, Any]:
         "returncode": r.returncode,
         "summary": found[-1].strip() if found else None,
         "tail": r.output.splitlines()[-15:] if r.returncode != 0 else [],
+        # the temporary folder goes when the bench ends: what failed is kept here
+        "failures": suite.failures(report) if report.is_file() and r.returncode != 0 else [],
         "tests": len(cases),
         "work_s": sum(c.seconds for c in cases),
         "cpu_s": r.cpu,

@@ -55,6 +55,18 @@ def read(report: Path) -> list[Case]:
     return cases
 
 
+def failures(report: Path, limit: int = 2000) -> list[dict[str, str]]:
+    """The failed and erroring test cases of a JUnit report: name and the start of the failure's text."""
+    out = []
+    for case in ET.parse(report).getroot().iter("testcase"):
+        for child in case:
+            if child.tag in ("failure", "error"):
+                text = (child.get("message") or "") + "\n" + (child.text or "")
+                out.append({"test": f"{case.get('classname', '')}::{case.get('name', '')}", "kind": child.tag,
+                            "text": text.strip()[:limit]})
+    return out
+
+
 def table(rows: list[tuple[str, int, float]], total: float, head: str) -> list[str]:
     out = [f"| {head} | 测试数 | 秒 | 占比 |", "| --- | ---: | ---: | ---: |"]
     for label, count, seconds in rows:

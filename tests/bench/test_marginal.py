@@ -180,3 +180,18 @@ def test_unrelated_files_are_other_modules_tests_with_as_many_tests() -> None:
                                       "unrelated": u, "tests_without": 4, "tests_with": 6, "files": rows,
                                       "budget_s": 60.0}})
     assert "无关的 2 个文件（噪声） | 6 CPU 秒 / 30 → 32（1.067×）" in text
+
+
+def test_failures_keeps_what_failed_from_a_junit_report(tmp_path: Path) -> None:
+    from bench.suite import failures
+
+    report = tmp_path / "r.xml"
+    report.write_text('<testsuites><testsuite><testcase classname="tests.a.test_x" name="test_ok" time="1"/>'
+                      '<testcase classname="tests.a.test_x" name="test_bad[1]" time="2">'
+                      '<failure message="assert 1 == 2">long traceback</failure></testcase>'
+                      '<testcase classname="tests.b.test_y" name="test_err" time="0"><error message="boom"/>'
+                      '</testcase></testsuite></testsuites>', encoding="utf-8")
+    found = failures(report)
+    assert [(f["test"], f["kind"]) for f in found] == [("tests.a.test_x::test_bad[1]", "failure"),
+                                                       ("tests.b.test_y::test_err", "error")]
+    assert found[0]["text"] == "assert 1 == 2\nlong traceback"
