@@ -1040,14 +1040,14 @@ def _suite_pair(ctx: MarginalContext, a: Workspace, b: Workspace, i: int) -> dic
     """The suite in A and in B at the same time, each with half the cores' xdist workers (together they load the
     machine as one run of ``make test`` does)."""
     workers = max(1, (os.cpu_count() or 2) // 2)
-    jobs, reports = [], {}
-    for name, ws in (("a", a), ("b", b)):
-        reports[name] = ctx.tmp / f"marginal-suite-{name}-{i + 1}.xml"
+    copies = {"a": a, "b": b}
+    reports = {name: ctx.tmp / f"marginal-suite-{name}-{i + 1}.xml" for name in copies}
+    jobs = []
+    for name, ws in copies.items():
         cmd, env = _suite_command(ws, reports[name], workers, ctx.tmp / f"marginal-basetemp-{name}")
         jobs.append(common.Job(cmd, ws.root, env, reports[name].with_suffix(".log")))
     runs = common.timed_together(jobs, timeout=SUITE_TIMEOUT)
-    return {name: _suite_result(ws, reports[name], r) for (name, ws), r in zip((("a", a), ("b", b)), runs,
-                                                                               strict=True)}
+    return {name: _suite_result(ws, reports[name], r) for (name, ws), r in zip(copies.items(), runs, strict=True)}
 
 
 def _by_file(cases: list[suite.Case], cpu: dict[str, tuple[int, float, float]]) -> dict[str, dict[str, float]]:
@@ -1121,14 +1121,15 @@ def suite_cost(ctx: MarginalContext, a: Workspace, b: Workspace) -> dict[str, An
     wall = _difference(Samples([r["seconds"] for r in runs["a"]]), Samples([r["seconds"] for r in runs["b"]]))
     work = _difference(Samples([r["work_s"] for r in runs["a"]]), Samples([r["work_s"] for r in runs["b"]]))
     cpu = _difference(Samples([r["cpu_s"] for r in runs["a"]]), Samples([r["cpu_s"] for r in runs["b"]]))
+    files = file_differences(runs["a"], runs["b"])
     return {
         **wall,
-        "unrelated": unrelated(file_differences(runs["a"], runs["b"])),
+        "unrelated": unrelated(files),
         "work": work,  # the sum of the tests' own times (under xdist: every worker's, more than the wall time)
         "cpu": cpu,  # user + sys CPU seconds of the whole pytest process tree: the figure the budget is about
         "tests_without": max(r["tests"] for r in runs["a"]),
         "tests_with": max(r["tests"] for r in runs["b"]),
-        "files": file_differences(runs["a"], runs["b"]),
+        "files": files,
         "runs": runs,
         "budget_s": BUDGET_SUITE_S,
     }

@@ -55,7 +55,6 @@ def settle(page, timeout_ms: int = SETTLE_TIMEOUT_MS) -> None:
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
-
 def discover_pages(site_dir: Path) -> list[str]:
     """URL paths (relative to the site root) of every HTML page in the built site."""
     pages = []
