@@ -302,8 +302,10 @@ def stated_values() -> dict[str, str]:
         out |= {f"beta-kl-{b}": f"{row['kl']:.2f}", f"beta-heads-{b}": pct(row["heads"]),
                 f"beta-form-{b}": pct(row["form"]), f"beta-implicit-{b}": pct(row["implicit"])}
     heads = [row["heads"] for row in sweep()]
+    form = [row["form"] for row in sweep()]
     implicit = [row["implicit"] for row in sweep()]
     out |= {"beta-heads-min": pct(min(heads)), "beta-heads-max": pct(max(heads)),
+            "beta-form-min": pct(min(form)), "beta-form-max": pct(max(form)),
             "beta-implicit-min": pct(min(implicit)), "beta-implicit-max": pct(max(implicit))}
     slip = r["seeds"][SEEDS[0]]["runs"][run_name(0.03)]["history"].chosen_shift
     out |= {"slip-third": f"{quarter(slip, 2):.2f}", "slip-last": f"{quarter(slip, 3):.2f}"}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import os
 import sys
 from functools import cache
@@ -474,8 +475,14 @@ def fact_heads_flat() -> bool:
     return max(beta_heads()) - min(beta_heads()) < half
 
 
-def fact_form_least_at_one() -> bool:
-    return form_rate(0, run_name(1.0)) == min(form_rate(0, run_name(b)) for b in BETAS)
+def fact_form_flat() -> bool:
+    """「最高和最低之差也在抽样的误差之内」: the highest and the lowest form rate of the sweep differ by less than 1.96
+    standard errors of a difference of two independent proportions (each over its own poems). On an AMD EPYC (Zen 4):
+    75.9% to 78.7% of 684 poems, a gap of 2.8 points against 4.4."""
+    counts = [form_count(0, run_name(b)) for b in BETAS]
+    (k_lo, n_lo), (k_hi, n_hi) = min(counts, key=lambda c: c[0] / c[1]), max(counts, key=lambda c: c[0] / c[1])
+    p_lo, p_hi = k_lo / n_lo, k_hi / n_hi
+    return p_hi - p_lo < 1.96 * math.sqrt(p_lo * (1 - p_lo) / n_lo + p_hi * (1 - p_hi) / n_hi)
 
 
 def fact_rm_memorises() -> bool:
@@ -698,10 +705,13 @@ CLAIMS: list[Claim] = [
         "beta reading",
         "article",
         rf"\$\\beta\$ 越小，KL 越大，策略离参考模型越远.*句首命中四个 \$\\beta\$ 都在 {P} 到 {P} 之间，"
-        r"差别比一个比例的区间半宽还小；格式在 \$\\beta=1\$ 时学得少一些",
-        checked(lambda st: approx(lambda: min(beta_heads()), lambda: max(beta_heads()))(st)
-                or (None if fact_kl_falls_with_beta() and fact_heads_flat() and fact_form_least_at_one()
-                    else "KL does not fall with beta, the head rates are not flat, or beta 1 learns form best")),
+        rf"差别比一个比例的区间半宽还小；格式在 {P} 到 {P} 之间，最高和最低之差也在抽样的误差之内："
+        r"看不出 \$\\beta\$ 对句首和格式的影响",
+        checked(lambda st: approx(lambda: min(beta_heads()), lambda: max(beta_heads()),
+                                  lambda: min(form_rate(0, run_name(b)) for b in BETAS),
+                                  lambda: max(form_rate(0, run_name(b)) for b in BETAS))(st)
+                or (None if fact_kl_falls_with_beta() and fact_heads_flat() and fact_form_flat()
+                    else "KL does not fall with beta, the head rates are not flat, or the form rates are apart")),
     ),
     Claim(
         "beta one implicit least",
@@ -854,6 +864,8 @@ NOT_COMPUTED: dict[str, str] = {
     "格式正确加 0.5": "the verifier score's weight for form, a setting of code/dpo_train.py (poem_score)",
     "押韵再加 0.25": "the verifier score's weight for rhyme, a setting of code/dpo_train.py (poem_score)",
     "1.16.0": "the version of trl the oracle test runs",
+    "1706.03741": "Christiano et al. 2017's arXiv identifier",
+    "2009.01325": "Stiennon et al. 2020's arXiv identifier",
     "2203.02155": "Ouyang et al. 2022's arXiv identifier",
     "2305.18290": "Rafailov et al. 2023's arXiv identifier",
     "2310.12036": "Azar et al. 2023's arXiv identifier",
