@@ -245,7 +245,7 @@ def row_values(prefix: str, ev: dict, digits: int = 1, form_digits: int = 1, pas
 
 
 def dpo_seed0() -> dict[str, float]:
-    """上一篇 DPO 种子 0 训练前后的采样句首命中和格式正确（code/dpo_train.py 的构建产物）。"""
+    """上一篇 DPO 种子 0 训练前后的采样句首命中和格式正确（code/dpo_train.py 的构建产物），还有数了几句。"""
     from dpo_train import dpo_results
 
     run = dpo_results(verbose=False)["seeds"][0]
@@ -253,7 +253,22 @@ def dpo_seed0() -> dict[str, float]:
     for tag, ev in (("sft", run["before"]), ("dpo", run["runs"]["dpo"]["after"])):
         out[f"{tag}-heads"] = ev["sampled"]["lines"] / (4 * ev["sampled"]["n"])
         out[f"{tag}-form"] = ev["sampled"]["form"] / ev["sampled"]["n"]
+        out[f"{tag}-lines"] = 4 * ev["sampled"]["n"]
     return out
+
+
+def gain_error(p0: float, n0: int, p1: float, n1: int) -> float:
+    """涨幅 p1 − p0 的标准误：训练前后是两批独立的采样，两个比例的方差相加。"""
+    return (p0 * (1 - p0) / n0 + p1 * (1 - p1) / n1) ** 0.5
+
+
+def versus_dpo(name: str) -> tuple[float, float]:
+    """GRPO 这次比 DPO 多涨的句首命中，和这个差的 95% 误差（1.96 个标准误；四批采样彼此独立）。"""
+    dpo, b, a = dpo_seed0(), before(name)["sampled"]["line_heads"], after(name)["sampled"]["line_heads"]
+    gap = (a.value - b.value) - (dpo["dpo-heads"] - dpo["sft-heads"])
+    error = (gain_error(b.value, b.n, a.value, a.n) ** 2
+             + gain_error(dpo["sft-heads"], dpo["sft-lines"], dpo["dpo-heads"], dpo["dpo-lines"]) ** 2) ** 0.5
+    return gap, 1.96 * error
 
 
 @article_values
@@ -284,6 +299,9 @@ def stated_values() -> dict[str, str]:
     out |= {"dpo-sft-heads": pct(dpo["sft-heads"]), "dpo-heads": pct(dpo["dpo-heads"]),
             "dpo-gain": pct(dpo["dpo-heads"] - dpo["sft-heads"]), "dpo-sft-form": pct(dpo["sft-form"]),
             "dpo-form": pct(dpo["dpo-form"])}
+    for i in (0, 1):
+        out[f"vs-dpo-{i}"] = pct(versus_dpo(f"capable-{i}")[0])
+    out["vs-dpo-error"] = pct(max(versus_dpo(f"capable-{i}")[1] for i in (0, 1)))
     # 80 步 SFT 出发的那一次：出发前（《评测》一文的比较结果）和之后
     start = before("weak")
     out |= {"weak-sft-heads": pct(start["sampled"]["line_heads"].value, 2),
