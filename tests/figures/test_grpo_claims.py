@@ -643,7 +643,8 @@ CLAIMS: list[Claim] = [
         "grpo vs dpo on heads",
         "article",
         r"那一篇数的句子只有这里的四分之一，区间差不多宽一倍，同样大的涨幅，在那里重叠，在这里就可能不重叠。"
-        rf"直接比两个涨幅：GRPO 比 DPO 多涨了 {D} 和 {D} 个百分点，没有超出这个差的抽样误差（95% 的范围约 ±{D} 个百分点）。"
+        rf"直接比两个涨幅：GRPO 比 DPO 多涨了 {D} 和 {D} 个百分点，"
+        rf"没有超出这个差的抽样误差（95% 的范围约 ±{D} 个百分点）。"
         r"所以这两篇的数说明不了 GRPO 在句首上比 DPO 强",
         checked(lambda st: approx(lambda: versus_dpo("capable-0")[0], lambda: versus_dpo("capable-1")[0],
                                   lambda: max(versus_dpo(n)[1] for n in SEEN))(st)
