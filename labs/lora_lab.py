@@ -171,5 +171,5 @@ for name in ("base", "lora-4", "full"):
 #
 # - 把第 2 节的目标改动换成秩为 4，再看 r = 1、2、4 的误差。
 # - 只在 qkv 上加 LoRA，数一数可训练参数：先 `from lora import add_lora`，取一份还没加过 LoRA 的基座模型 `m, _ = finetuned_model(result, "base")`（第 4 节的 `model` 已经加过 LoRA，同一个模型不能再加一次），再 `add_lora(m, ("qkv",), r=4, alpha=8)`，用 `trainable_parameters(m)` 数。再加上前馈网络的 `up`、`down` 呢？（每换一种加法，都重新取一份基座模型。）
-# - 文章里的模型一首也没藏住。是 80 步太少，还是这个小模型怎样训练都学不会？文章只是猜前者，没有验证。用 `lora_train` 里的 `finetune` 和 `evaluate_acrostics` 自己微调一次 LoRA r=4（数据用 `build_sft_data(poem_lists()[0], tok)` 和 `build_sft_data(held_poems, tok)`），把 `SFTSettings` 的 `steps` 加到几百步，看句首命中率（`line_hits`）会不会涨；再和同样步数的全参数微调（`rank=None`）比一比。顺便看看遗忘检查的 `free_well_formed`：训练得越久，它从换行写诗的本领丢得越多吗？
+# - 文章里的模型一首也没藏住。《评测》一文把全参数微调加到 500 步、每步 16 条，就教会了它；LoRA 要训练多久才学得会？用 `lora_train` 里的 `finetune` 和 `evaluate_acrostics` 自己微调一次 LoRA r=4（数据用 `build_sft_data(poem_lists()[0], tok)` 和 `build_sft_data(held_poems, tok)`），把 `SFTSettings` 的 `steps` 加到几百步，看句首命中率（`line_hits`）会不会涨；再和同样步数的全参数微调（`rank=None`）比一比。顺便看看遗忘检查的 `free_well_formed`：训练得越久，它从换行写诗的本领丢得越多吗？
 # - 在第 5 节换几组藏头，挑一个基座模型几乎没见过的字（比如只在语料里出现两三次的字）做句首，写出的诗有什么不同？

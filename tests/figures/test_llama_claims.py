@@ -171,13 +171,26 @@ def weights_gib() -> float:
     return 2 * llama3_params()["total"] / GIB  # float16
 
 
+def mha_extra_params() -> int:
+    """What Llama 3 8B would have more with 32 key-value heads (one per query head) and nothing else changed: each
+    layer's W_K and W_V grow from d x (8 x 128) to d x d."""
+    c = PUBLISHED["llama3-8b"]
+    d, kv = c["hidden_size"], c["num_key_value_heads"] * head_size("llama3-8b")
+    return c["num_hidden_layers"] * 2 * d * (d - kv)
+
+
 def fact_batch_one(stated: list[Decimal]) -> str | None:
-    """One 4096-token sequence: the GQA cache, the same model with MHA, their difference, and that difference is
-    below a tenth of what a step reads (weights plus the cache, counted with the smaller GQA weights)."""
+    """One 4096-token sequence: the GQA cache, the same model with MHA; what a step reads with MHA (its larger
+    weights plus its cache) and with GQA; the saving is about a sixth (within 2.5 points of 1/6), and the cache's part
+    of it equals the weights' part."""
     gqa, mha = kv_bytes("llama3-8b") * 4096 / GIB, kv_bytes("llama2-7b") * 4096 / GIB
-    if not (mha - gqa) / (weights_gib() + mha) < 0.1:
-        return "the saving is not below a tenth"
-    return approx(lambda: gqa, lambda: mha, lambda: mha - gqa, exact=True)(stated)
+    extra = 2 * mha_extra_params() / GIB
+    read_mha, read_gqa = weights_gib() + extra + mha, weights_gib() + gqa
+    if abs(1 - read_gqa / read_mha - 1 / 6) > 0.025:
+        return f"the saving is {1 - read_gqa / read_mha:.3f} of a step's reads, not about a sixth"
+    if abs((mha - gqa) - extra) > 1e-9:
+        return f"the cache saves {mha - gqa:.2f} GiB, the weights {extra:.2f} GiB: not half each"
+    return approx(lambda: gqa, lambda: mha, lambda: read_mha, lambda: read_gqa)(stated)
 
 
 def fact_batch_many(stated: list[Decimal]) -> str | None:
@@ -492,9 +505,15 @@ CLAIMS = [
     Claim("weights", "article", rf"Llama 3 8B 有 {N} 亿个参数，float16 下约 {N} GiB",
           lambda st: (None if fact_configs_as_published() else "config differs")
           or approx(lambda: llama3_params()["total"] / 1e8, weights_gib)(st)),
+    Claim("mha weights", "article",
+          rf"每层的 \$W_K\$、\$W_V\$ 从 {N}×{N} 变成 {N}×{N}，整个模型多出 {N} 亿个参数，float16 下约 {N} GiB",
+          lambda st: approx(*(lambda v=v: v for v in (4096, 1024, 4096, 4096)), exact=True)(st[:4])
+          or (None if (PUBLISHED["llama3-8b"]["hidden_size"], PUBLISHED["llama3-8b"]["num_key_value_heads"]
+                       * head_size("llama3-8b")) == (4096, 1024) else "the shapes differ from the config")
+          or approx(lambda: mha_extra_params() / 1e8, lambda: 2 * mha_extra_params() / GIB)(st[4:])),
     Claim("batch one", "article",
-          rf"缓存是 {N} GiB，换成多头注意力也才 {N} GiB，每一步读的大头是权重，"
-          rf"缓存省下的 {N} GiB 不到每一步读取量的十分之一",
+          rf"缓存是 {N} GiB，换成多头注意力是 {N} GiB，每一步读的大头是权重："
+          rf"多头注意力那一版每一步读 {N} GiB，GQA 读 {N} GiB，省下约六分之一，缓存和权重各占一半",
           fact_batch_one),
     Claim("batch many", "article",
           r"同时生成 (\d+) 条这样的序列，缓存就有 (\d+) GiB（多头注意力要 (\d+) GiB），比权重还多",

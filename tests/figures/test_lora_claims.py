@@ -566,10 +566,30 @@ def fact_all_linear() -> bool:
             and all_linear_targets(ours) == {"qkv", "out", "up", "down", "unembed"})
 
 
+def capable_settings() -> lora_train.SFTSettings:
+    import capable_sft
+
+    return capable_sft.CAPABLE_SETTINGS
+
+
+def changed_settings() -> set[str]:
+    """The fields in which the evaluation article's longer run differs from this article's settings."""
+    ours, longer = lora_train.SFTSettings(), capable_settings()
+    return {f for f in vars(ours) if getattr(ours, f) != getattr(longer, f)}
+
+
 CLAIMS: list[Claim] = [
     Claim("split rule", "article", r"每 (\d+) 首诗留 (\d+) 首作验证集", check_split_rule),
-    Claim("the guessed budget is the run's", "article", r"我们猜 (\d+) 步、每步 (\d+) 条样本",
+    Claim("the budget is the run's", "article", r"(\d+) 步、每步 (\d+) 条样本的训练没教会它",
           approx(lambda: lora_train.SFTSettings().steps, lambda: lora_train.SFTSettings().batch_size, exact=True)),
+    # the evaluation article's longer run: the same finetune, only these four settings changed
+    Claim("the longer run", "article",
+          r"只把步数、每步的样本数、预热和峰值学习率加到 (\d+) 步、每步 (\d+) 条",
+          lambda st: approx(lambda: capable_settings().steps, lambda: capable_settings().batch_size, exact=True)(st)
+          or (None if changed_settings() == {"steps", "batch_size", "warmup", "full_lr"}
+              else f"the longer run changes {sorted(changed_settings())}")),
+    Claim("the longer run (summary)", "article", r"《评测》一文把同样的全参数微调加到 (\d+) 步",
+          approx(lambda: capable_settings().steps, exact=True)),
     Claim("first poem", "article",
           r"语料的第一首是「四時運灰琯，一夕變冬春。送寒餘雪盡，迎歲早梅新。」，它的藏头是「四一送迎」",
           holds(first_poem_heads)),
