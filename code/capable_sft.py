@@ -28,7 +28,7 @@ from tokenizer import CharTokenizer
 # --8<-- [start:settings]
 # 和第二阶段的 SFTSettings() 只差这四项：步数 80 → 500、每步 8 → 16 条、预热 10 → 25 步、峰值学习率 3e-3 → 1e-2
 CAPABLE_SETTINGS = SFTSettings(steps=500, batch_size=16, warmup=25, full_lr=1e-2)
-SEEDS = (0, 1)  # 每个种子决定取样本的顺序；两个种子各训练一次
+SEEDS = (0, 1)  # 每个种子决定抽到哪些样本、按什么顺序抽；两个种子各训练一次
 # --8<-- [end:settings]
 
 # 两个种子互不相干，各是一个产物（第三项是传给 train_capable 的参数）：构建时各在自己的进程里训练，两个核上并排

@@ -478,23 +478,6 @@ def check_comparison(result: object) -> None:
         raise ValueError("result['variant'] 应和 result['heads'] 一样长：每组藏头一个")
 
 
-if __name__ == "__main__":
-    torch.set_num_threads(1)
-    start = time.process_time()
-    result = compare_models()
-    print(f"验证集 {len(result['heads'])} 组藏头，每组采样 {len(SAMPLE_SEEDS) * PER_SEED} 首；"
-          f"CPU {time.process_time() - start:.1f} s")
-    for name, (guess, r) in result["baselines"].items():
-        print(f"  地板 {name}：猜「{guess}」，逐句命中 {r.value:.2%}")
-    for name, run in result["runs"].items():
-        s = run["sampled"]
-        lo, hi = s["line_heads"].interval
-        print(f"  {MODEL_LABELS[name]:<22} 句首 {s['line_heads'].value:.1%}（{lo:.1%}–{hi:.1%}） "
-              f"贪心 {run['greedy']['line_heads'].value:.1%}  别的提示 {run['other_prompt'].value:.1%}  "
-              f"格式 {s['form'].value:.1%}  押韵 {s['rhyme'].value:.1%}  "
-              f"pass@1/16 {run['pass_at_k'][1]:.3f}/{run['pass_at_k'][16]:.3f}")
-
-
 def check_model_tok(model: object, tok: object) -> None:
     if not isinstance(model, TinyTransformer):
         raise ValueError(f"model 应为 TinyTransformer（例如 capable_model() 的 SFT 模型），收到 {type(model).__name__}")
@@ -546,3 +529,27 @@ def check_poem_sample_args(model: object, tok: object, heads: object, n: object,
     check_temperature_generator(temperature, generator)
     check_int("chunk", chunk, minimum=1)
     check_int("max_new_tokens", max_new_tokens, minimum=1)
+
+
+def print_comparison(result: dict[str, Any], cpu_seconds: float) -> None:
+    """把 compare_models() 的结果打印成几行：地板，再每个模型一行（pass@k 打印最小和最大的 k）。"""
+    check_comparison(result)
+    ks = sorted(result["settings"]["ks"])
+    per_prompt = len(result["settings"]["sample_seeds"]) * result["settings"]["per_seed"]
+    print(f"验证集 {len(result['heads'])} 组藏头，每组采样 {per_prompt} 首；CPU {cpu_seconds:.1f} s")
+    for name, (guess, r) in result["baselines"].items():
+        print(f"  地板 {name}：猜「{guess}」，逐句命中 {r.value:.2%}")
+    for name, run in result["runs"].items():
+        s = run["sampled"]
+        lo, hi = s["line_heads"].interval
+        print(f"  {MODEL_LABELS.get(name, name):<22} 句首 {s['line_heads'].value:.1%}（{lo:.1%}–{hi:.1%}） "
+              f"贪心 {run['greedy']['line_heads'].value:.1%}  别的提示 {run['other_prompt'].value:.1%}  "
+              f"格式 {s['form'].value:.1%}  押韵 {s['rhyme'].value:.1%}  "
+              f"pass@{ks[0]}/{ks[-1]} {run['pass_at_k'][ks[0]]:.3f}/{run['pass_at_k'][ks[-1]]:.3f}")
+
+
+if __name__ == "__main__":  # 放在文件末尾：上面的检查函数都定义好了，才开始评估
+    torch.set_num_threads(1)
+    start = time.process_time()
+    comparison = compare_models()
+    print_comparison(comparison, time.process_time() - start)

@@ -15,6 +15,7 @@ if __name__ == "__main__":  # 单独运行本文件时，把 code/ 加入导入�
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import math
+import statistics
 from functools import cache
 
 from evaluation import KS, MODEL_LABELS, model_comparison, pass_at_k
@@ -178,6 +179,18 @@ def variant_split(name: str) -> tuple[float, float]:
     return hit[True] / total[True], hit[False] / total[False]
 
 
+def per_prompt_half_width(name: str, confidence: float = 0.95) -> float:
+    """按藏头算的区间的半宽：每组藏头一个命中率（它写的 8 首、32 句里对上几句），
+    z × 这 342 个数的标准差 / √342（95% 时 z 约 1.96）。同一首诗的几句不独立，各组藏头才是独立的。"""
+    from acrostic import head_hits
+
+    r = result()
+    rates = [sum(head_hits(h, p) for p in ps) / (4 * len(ps))
+             for h, ps in zip(r["heads"], r["runs"][name]["poems"], strict=True)]
+    z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
+    return z * statistics.stdev(rates) / math.sqrt(len(rates))
+
+
 @article_values
 def stated_values() -> dict[str, str]:
     from lora_train import finetuning, summary
@@ -207,7 +220,9 @@ def stated_values() -> dict[str, str]:
         out |= {f"hits-{i}": pct(rates[i]), f"pass1-{i}": f"{run['pass_at_k'][1]:.3f}",
                 f"pass8-{i}": f"{run['pass_at_k'][8]:.3f}", f"rhyme-{i}": pct(run["sampled"]["rhyme"].value)}
         with_variant, without = variant_split(f"capable-{i}")
-        out |= {f"variant-{i}": pct(with_variant), f"no-variant-{i}": pct(without)}
+        out |= {f"variant-{i}": pct(with_variant), f"no-variant-{i}": pct(without),
+                f"pass-ratio-{i}": f"{run['pass_at_k'][8] / run['pass_at_k'][1]:.1f}",
+                f"prompt-half-{i}": pct(per_prompt_half_width(f"capable-{i}"))}
     out["seed-gap"] = pct(rates[1] - rates[0])
     return out
 

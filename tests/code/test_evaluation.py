@@ -8,13 +8,17 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 import itertools
 import math
 import re
 
+import evaluation
 import pytest
 import torch
 from evaluation import (
+    KS,
     Rate,
     check_comparison,
     corpus_pass_rates,
@@ -25,6 +29,7 @@ from evaluation import (
     other_prompt_control,
     pass_at_k,
     places_differ,
+    print_comparison,
     prior_baselines,
     rate,
     sample_acrostics,
@@ -197,6 +202,28 @@ def test_rate_and_round_trip(tmp_path) -> None:
     save_comparison(tmp_path / "c.pt", result)
     back = load_comparison(tmp_path / "c.pt")
     assert back["runs"]["m"]["sampled"]["line_heads"] == r and back["baselines"]["commonest"] == ["不不不不", r]
+
+
+def test_print_comparison_on_a_small_result(capsys) -> None:
+    """单独运行本文件时打印的那几行：在一个手搭的小结果上跑一遍（不评估真的模型），pass@k 打印最小和最大的 k。"""
+    r = rate(3, 10)
+    run = {"sampled": {"line_heads": r, "form": r, "rhyme": r}, "greedy": {"line_heads": r}, "other_prompt": r,
+           "pass_at_k": {k: k / 10 for k in KS}}
+    result = {"runs": {"capable-0": run, "m": run}, "heads": ["春處夜花"], "variant": [False],
+              "baselines": {"commonest": ("不不不不", r)}, "corpus": {}, "train_head_sets": ["春處夜花"],
+              "settings": {"ks": list(KS), "sample_seeds": [0, 1], "per_seed": 2}}
+    print_comparison(result, 1.5)
+    out = capsys.readouterr().out
+    assert f"pass@{min(KS)}/{max(KS)} {min(KS) / 10:.3f}/{max(KS) / 10:.3f}" in out
+    assert "每组采样 4 首" in out and "SFT 全参数 500 步（种子 0）" in out and "地板 commonest" in out
+
+
+def test_the_main_block_comes_last() -> None:
+    """`python code/evaluation.py` 运行 __main__ 那一段时，它用到的函数（包括文件末尾的检查函数）都要已经定义好：
+    这一段是文件里最后一条顶层语句。"""
+    tree = ast.parse(inspect.getsource(evaluation))
+    mains = [i for i, node in enumerate(tree.body) if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)]
+    assert mains == [len(tree.body) - 1]
 
 
 # --------------------------------------------------------------------------- bad inputs

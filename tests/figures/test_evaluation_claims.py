@@ -13,7 +13,10 @@ checks the numbers it states against a recomputation done here, without ``code/e
   here and a rhyme check written here from ``pypinyin``'s finals and the 十三辙 table; intervals come from
   ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``, pass@k from ``math.comb``;
 - the floors from the corpus file in plain Python; the variants from the stage-1 claims' ``nearest_training_poem``
-  (the same definition the stage-1 article uses); held-out SFT losses with ``F.cross_entropy(ignore_index=-100)``.
+  (the same definition the stage-1 article uses); held-out SFT losses with ``F.cross_entropy(ignore_index=-100)``;
+- the per-prompt intervals (each head set one hit rate, the independent unit) with ``scipy.stats.sem``; the
+  probability the 500-step models give the required head character, along all their own sampled prefixes, from
+  a redraw of every sampling seed (``head_step_probabilities``); the fine-tuning's batches replayed from its seeds.
 """
 
 from __future__ import annotations
@@ -397,15 +400,202 @@ def fact_half_widths() -> bool:
     return all((interval(n)[1] - interval(n)[0]) / 2 < 1 for n in CAPABLE)
 
 
+def per_prompt_rates(name: str, shift: int = 0) -> list[float]:
+    """Each head set's line-head hit rate (its 8 poems, 32 lines), against the heads of prompt i + shift."""
+    hs = heads()
+    return [sum(hits(hs[(i + shift) % len(hs)], p) for p in ps) / (4 * len(ps)) for i, ps in enumerate(poems(name))]
+
+
+@cache
+def prompt_half(name: str) -> float:
+    """Half the width of the per-prompt 95% interval, in points: 1.96 standard errors of the 342 per-prompt rates."""
+    from scipy.stats import sem
+
+    return 100 * 1.959964 * float(sem(per_prompt_rates(name)))
+
+
+def line_half(name: str) -> float:
+    lo, hi = interval(name)
+    return (hi - lo) / 2
+
+
+def fact_per_prompt_wider() -> bool:
+    """「按藏头算的区间宽到两倍多」: per prompt the interval is between 2 and 3 times as wide as per line, for both
+    500-step models (on an AMD EPYC, 2026-12: 2.19 / 0.920 = 2.38 and 2.26 / 0.935 = 2.42)."""
+    return all(2 < prompt_half(n) / line_half(n) < 3 for n in CAPABLE)
+
+
+def fact_seed_gap_beyond_intervals() -> bool:
+    """「超出了各自的区间」: the two training seeds differ by more than the larger per-prompt half width (each seed's
+    rate lies outside the other's interval, counted the wider way), and by more than 3 points (「好几个百分点」); on an
+    AMD EPYC: 6.60 against 2.26."""
+    gap = abs(sampled("capable-1") - sampled("capable-0"))
+    return gap > 3 and gap > max(prompt_half(n) for n in CAPABLE) and all(
+        prompt_half(n) > line_half(n) for n in CAPABLE
+    )
+
+
+def paired_z(name: str) -> float:
+    """Sampled hit rate minus the control's, per prompt (the same poems against the heads of prompt i and i + 1), in
+    standard errors of the mean of the 342 paired differences."""
+    from scipy.stats import sem
+
+    d = [a - b for a, b in zip(per_prompt_rates(name), per_prompt_rates(name, shift=1), strict=True)]
+    return sum(d) / len(d) / float(sem(d))
+
+
+def fact_about_the_control(names) -> bool:
+    """「和对照差不多」「几乎一样」: the paired difference is within 1.96 standard errors for each model (on an AMD
+    EPYC, 2026-12: z = -0.42, 0.72, -0.20, -1.03 and 0.00 for base, r=1, r=4, r=8 and the 80-step model)."""
+    return all(abs(paired_z(n)) < 1.96 for n in names)
+
+
+LINE_MARKS = "，。"
+
+
+@cache
+def head_step_probabilities(name: str) -> tuple[float, float, float, bool]:
+    """The 500-step model's every sampling seed redrawn (``cached_rows``, the same draws as the artifact's), and at
+    every step that may start a line the probability it gives that line's required head character.
+
+    A line's head is the first character after the prompt or after a run of 「，」「。」 (``lora.heads_of`` skips empty
+    lines, so a step right after a mark may be followed by another mark: every such step counts, and the head is
+    drawn at exactly one of them). The hits of a line are the sum over those steps of 「drew the required character」,
+    whose expectation given the prefix is the probability: the hit rate estimates the mean probability, off by
+    sqrt(sum p (1 - p)) / lines at one standard error. Returns the mean probability and the hit rate, in percent, that
+    standard error in points, and whether the redrawn poems are the artifact's."""
+    model = capable_net(int(name[-1]))
+    hs = heads()
+    marks, newline = set(lora.encode(LINE_MARKS)), lora.encode("\n")[0]
+    prompts = torch.tensor([lora.prompt_ids(h) for h in hs]).repeat_interleave(PER_SEED, dim=0)
+    start = prompts.size(1)
+    probs: list[float] = []
+    hit = lines = 0
+    same = True
+    for s in SEEDS:
+        seqs = cached_rows(model, prompts, torch.Generator().manual_seed(s))
+        with torch.no_grad():
+            p_next = model(seqs[:, :-1]).softmax(-1)
+        texts = [lora.decode(row[start:].tolist()).split("\n")[0] for row in seqs]
+        same &= [texts[i * PER_SEED : (i + 1) * PER_SEED] for i in range(len(hs))] == [
+            ps[s * PER_SEED : (s + 1) * PER_SEED] for ps in poems(name)
+        ]
+        for b, row in enumerate(seqs[:, start:].tolist()):
+            target, started, at_start = lora.encode(hs[b // PER_SEED]), 0, True
+            for j, token in enumerate(row):
+                if at_start and started < 4:
+                    probs.append(p_next[b, start - 1 + j, target[started]].item())
+                if token == newline:
+                    break
+                if token in marks:
+                    at_start = True
+                elif at_start:
+                    started, at_start = started + 1, False
+            hit += hits(hs[b // PER_SEED], texts[b])
+            lines += 4
+    se = math.sqrt(sum(p * (1 - p) for p in probs)) / lines
+    return 100 * sum(probs) / lines, 100 * hit / lines, 100 * se, same
+
+
+def fact_head_below_half() -> bool:
+    """「平均只给这个字不到一半的概率……句首命中率量出来的正是这个平均……一半以上的句首抽到了别的字」: for both
+    500-step models, the redrawn poems are the artifact's, the mean probability of the required head and the sampled
+    hit rate are both below 50%, and they agree within 1.96 standard errors (on an AMD EPYC, 2026-12: mean probability
+    40.96% and 47.71%, hit rate 40.69% and 47.29%, z = -0.91 and -1.42)."""
+    for n in CAPABLE:
+        mean_p, rate, se, same = head_step_probabilities(n)
+        if not same or mean_p >= 50 or rate >= 50 or abs(rate - mean_p) >= 1.96 * se:
+            return False
+    return True
+
+
+def fact_greedy_takes_the_head() -> bool:
+    """「要求的字常常就是最可能的那一个」: greedy decoding writes the required head in more than half of the lines,
+    for both 500-step models (on an AMD EPYC, 2026-12: 63.52% and 70.39%)."""
+    return all(greedy_rate(n) > 50 for n in CAPABLE)
+
+
+@cache
+def training_draws(seed: int) -> collections.Counter:
+    """How often each training sample is drawn by the 500-step fine-tuning of this seed: ``finetune`` draws each
+    batch with ``torch.randint`` (with replacement) from a generator seeded with the seed; replayed here."""
+    n = len(lora.usable(lora.corpus()["train"]))
+    gen = torch.Generator().manual_seed(seed)
+    counts: collections.Counter = collections.Counter()
+    for _ in range(STEPS):
+        counts.update(torch.randint(0, n, (BATCH,), generator=gen).tolist())
+    return counts
+
+
+def fact_drawn_with_replacement() -> bool:
+    """The fine-tuning draws its batches as replayed in ``training_draws``; for each seed some samples are drawn 5
+    times or more and some never (on an AMD EPYC as anywhere, integers: at most 10 and 9 times; 242 and 277 of 3,193
+    never); the two seeds draw different samples."""
+    import inspect
+
+    import lora_train
+
+    source = inspect.getsource(lora_train.finetune)
+    if ("gen = torch.Generator().manual_seed(s.seed)" not in source
+            or "torch.randint(0, train.inputs.size(0), (s.batch_size,), generator=gen)" not in source):
+        return False
+    n = len(lora.usable(lora.corpus()["train"]))
+    draws = [training_draws(seed) for seed in capable_sft.SEEDS]
+    return all(len(d) < n and max(d.values()) >= 5 for d in draws) and set(draws[0]) != set(draws[1])
+
+
+def variant_z(name: str) -> float:
+    """The per-prompt hit rate on the prompts with a variant in training minus on the others, in standard errors of
+    that difference (two groups of prompts, unequal variances)."""
+    from scipy.stats import sem
+
+    rates, flags = per_prompt_rates(name), variant_flags()
+    a = [r for r, f in zip(rates, flags, strict=True) if f]
+    b = [r for r, f in zip(rates, flags, strict=True) if not f]
+    return (sum(a) / len(a) - sum(b) / len(b)) / math.hypot(float(sem(a)), float(sem(b)))
+
+
+def fact_variant_gap_is_noise() -> bool:
+    """「这个差的 95% 区间都盖住了 0」: per prompt, the difference is within 1.96 standard errors for both seeds (on an
+    AMD EPYC, 2026-12: z = -1.14 and -1.49)."""
+    return all(abs(variant_z(n)) < 1.96 for n in CAPABLE)
+
+
+def fact_float_binomials_overflow() -> bool:
+    """Binomials in floating point overflow for large n (C(2000, 1000) is about 10^600), while every factor of the
+    product 1 - k / i (i from n - c + 1 to n, n - c >= k) lies strictly between 0 and 1."""
+    from scipy.special import comb
+
+    if math.isfinite(comb(2000, 1000)):
+        return False
+    return all(0 < 1 - k / i < 1 for n in range(1, 60) for c in range(n) for k in range(1, n - c + 1)
+               for i in range(n - c + 1, n + 1))
+
+
+def fact_wilson_coverage() -> bool:
+    """「大约 95% 的区间会盖住那个真正的比例」: with n = 342, the exact coverage of the 95% Wilson interval (the
+    binomial probability of every count whose interval holds p) is between 93% and 98% for p from 1% to 99% (from
+    93.9% at p = 0.05 to 97.7% at p = 0.01: near 0 and 1 the Wilson interval is a little conservative)."""
+    from scipy.stats import binom
+
+    n = len(heads())
+    bounds = [wilson(k, n) for k in range(n + 1)]
+    for p in (0.01, 0.03, 0.1, 0.25, 0.4, 0.5, 0.7, 0.9, 0.99):
+        covered = sum(binom.pmf(k, n, p) for k, (lo, hi) in enumerate(bounds) if lo <= p <= hi)
+        if not 0.93 <= covered <= 0.98:
+            return False
+    return True
+
+
 def fact_stage_two_on_the_floor() -> bool:
     """The five stage-1/2 models: greedy hit rate at most the per-position floor; none writes a poem with all four
-    heads; the 80-step model's sampled and control intervals overlap; its greedy poems are all well formed."""
+    heads; each one's sampled hit rate is about its control's (``fact_about_the_control``); the 80-step model's greedy
+    poems are all well formed."""
     if any(greedy_rate(n) > floors()["per_position"][1] + 1e-9 for n in STAGE_TWO):
         return False
     if any(max(counts_all4(n)) > 0 for n in STAGE_TWO):
         return False
-    a, c = interval("full"), tuple(100 * x for x in wilson(*line_rate("full", shift=1)))
-    return a[0] <= c[1] and c[0] <= a[1] and lora.well_formed("full") == 1.0
+    return fact_about_the_control(STAGE_TWO) and lora.well_formed("full") == 1.0
 
 
 def fact_capable_use_the_prompt() -> bool:
@@ -431,12 +621,14 @@ CLAIMS: list[Claim] = [
     Claim(
         "epochs",
         "article",
-        rf"500 步、每步 (\d+) 条，差不多把训练集的 {N_} 条样本过了 {N_} 遍",
+        rf"500 步、每步从训练集的 {N_} 条样本里有放回地随机抽 (\d+) 条，一共抽了约 {N_} 遍训练集那么多条"
+        r"（有的样本抽到好几次，有的一次也没抽到）",
         lambda st: (
             (None if fact_settings() else "settings differ")
+            or (None if fact_drawn_with_replacement() else "the batches are not drawn as stated")
             or approx(
-                lambda: BATCH,
                 lambda: len(lora.usable(lora.corpus()["train"])),
+                lambda: BATCH,
                 lambda: STEPS * BATCH / len(lora.usable(lora.corpus()["train"])),
             )(st)
         ),
@@ -463,6 +655,14 @@ CLAIMS: list[Claim] = [
         approx(
             lambda: lora.held_loss("base") - lora.held_loss("full"), lambda: lora.held_loss("full") - capable_loss()
         ),
+    ),
+    Claim(
+        "from the floor to forty-odd percent",
+        "article",
+        r"换来的却是从地板到四成多",
+        # 「四成多」: both seeds' sampled hit rates between 40% and 50% (on an AMD EPYC, 2026-12: 40.69% and 47.29%;
+        # the margin of seed 0, 0.69 points, is some 75 of 10,944 lines, far more than another CPU moves)
+        checked(holds(lambda: all(40 < sampled(n) < 50 for n in CAPABLE))),
     ),
     *[
         Claim(
@@ -513,14 +713,15 @@ CLAIMS: list[Claim] = [
     Claim(
         "80 steps against its control",
         "article",
-        rf"80 步的全参数微调采样命中 {P}，对照 {P}，两个区间重叠",
+        rf"80 步的全参数微调采样命中 {P}，对照 {P}，几乎一样；它贪心写的诗，命中率也不超过地板",
         checked(
             lambda st: (
                 approx(lambda: sampled("full"), lambda: control("full"))(st)
-                or (None if fact_stage_two_on_the_floor() else "the intervals do not overlap")
+                or (None if fact_stage_two_on_the_floor() else "not about its control, or greedy above the floor")
             )
         ),
     ),
+    Claim("what an interval covers", "article", r"大约 95% 的区间会盖住那个真正的比例", holds(fact_wilson_coverage)),
     Claim(
         "sampling seeds",
         "article",
@@ -534,18 +735,41 @@ CLAIMS: list[Claim] = [
     Claim(
         "training seeds",
         "article",
-        rf"两个训练种子的句首命中率分别是 {P} 和 {P}，差了 {N_} 个百分点，远远超出各自的区间"
-        r"（区间的半宽不到 1 个百分点）",
+        rf"两个训练种子的句首命中率分别是 {P} 和 {P}，差了 {N_} 个百分点，超出了各自的区间："
+        rf"逐句算，区间的半宽不到 1 个百分点；按藏头算宽一些，半宽也只有 {N_} 和 {N_} 个百分点",
         checked(
             lambda st: (
                 approx(
                     lambda: sampled("capable-0"),
                     lambda: sampled("capable-1"),
                     lambda: sampled("capable-1") - sampled("capable-0"),
+                    lambda: prompt_half("capable-0"),
+                    lambda: prompt_half("capable-1"),
                 )(st)
                 or (None if fact_half_widths() else "a half width is 1 point or more")
+                or (None if fact_seed_gap_beyond_intervals() else "the seed gap is not far beyond the intervals")
             )
         ),
+    ),
+    Claim(
+        "training seeds draw other samples",
+        "article",
+        r"换个种子再训练一次（抽到哪些样本、按什么顺序抽都不同）",
+        holds(fact_drawn_with_replacement),
+    ),
+    Claim(
+        "quoting the LoRA article",
+        "article",
+        r"第二阶段比较几种 LoRA 时说，每种方法只训练了一个种子，几种 LoRA 之间的小差别说明不了什么",
+        holds(lambda: "每种方法只训练了一次（一个种子），几种 LoRA 之间的小差别说明不了什么"
+              in lora.ARTICLE.read_text(encoding="utf-8")),  # the LoRA article's sentence, paraphrased
+    ),
+    Claim(
+        "binomials overflow in floating point",
+        "article",
+        r"用浮点数直接算两个组合数，\$n\$ 大时它们会大到超出浮点数能表示的范围（溢出），相除得不出数；"
+        r"写成连乘，每一项都在 0 和 1 之间",
+        holds(fact_float_binomials_overflow),
     ),
     Claim(
         "naive pass@k",
@@ -618,6 +842,35 @@ CLAIMS: list[Claim] = [
     ),
     Claim("capable greedy", "article", r"这两个模型贪心解码比采样高得多", checked(holds(fact_capable_use_the_prompt))),
     Claim(
+        "greedy takes the head",
+        "article",
+        r"到了句首那一步，要求的字常常就是最可能的那一个，贪心就总取它",
+        checked(holds(fact_greedy_takes_the_head)),
+    ),
+    Claim(
+        "sampling draws the head by its probability",
+        "article",
+        rf"可模型平均只给这个字不到一半的概率；采样按概率抽，句首命中率量出来的正是这个平均（{P} 和 {P}），"
+        r"一半以上的句首抽到了别的字",
+        checked(
+            lambda st: (
+                approx(lambda: sampled("capable-0"), lambda: sampled("capable-1"))(st)
+                or (None if fact_head_below_half() else "the head's mean probability is not below half, as sampled")
+            )
+        ),
+    ),
+    Claim(
+        "pass ratio",
+        "article",
+        rf"写 8 首挑一首，成的机会是单写一首的 {N_} 倍和 {N_} 倍",
+        checked(
+            approx(
+                lambda: pass_at("capable-0", 8) / pass_at("capable-0", 1),
+                lambda: pass_at("capable-1", 8) / pass_at("capable-1", 1),
+            )
+        ),
+    ),
+    Claim(
         "capable rhyme",
         "article",
         rf"500 步的模型采样写的诗只有 {P} 和 {P} 押韵",
@@ -649,10 +902,14 @@ CLAIMS: list[Claim] = [
     Claim(
         "variant conclusion",
         "article",
-        rf"撞车没有让成绩虚高，有异文的藏头反而低一些（{N_} 组只有 {N_} 句",
-        lambda st: (
-            approx(lambda: sum(variant_flags()), lambda: 4 * N * sum(variant_flags()), exact=True)(st)
-            or (None if fact_variants_lower() else "the variant prompts are not lower for both seeds")
+        rf"撞车没有让成绩虚高：有异文的藏头并没有更高。它们看上去还低一些，可只有 {N_} 组（{N_} 句）；"
+        r"按藏头算（每组一个命中率），两个种子上这个差的 95% 区间都盖住了 0，分不出高低",
+        checked(
+            lambda st: (
+                approx(lambda: sum(variant_flags()), lambda: 4 * N * sum(variant_flags()), exact=True)(st)
+                or (None if fact_variants_lower() else "the variant prompts are not lower for both seeds")
+                or (None if fact_variant_gap_is_noise() else "the gap is beyond 1.96 standard errors")
+            )
         ),
     ),
     Claim(
@@ -666,6 +923,25 @@ CLAIMS: list[Claim] = [
         "article",
         rf"同一个微调训练到 500 步，采样的句首命中率是 {P} 和 {P}",
         checked(approx(lambda: sampled("capable-0"), lambda: sampled("capable-1"))),
+    ),
+    # the exercises' explanations
+    Claim(
+        "exercise: seed gap",
+        "article",
+        r"本文两个训练种子之间就差了好几个百分点，比区间的半宽大得多",
+        checked(holds(fact_seed_gap_beyond_intervals)),
+    ),
+    Claim(
+        "exercise: training seeds",
+        "article",
+        r"训练的种子决定抽到哪些样本、按什么顺序抽",
+        holds(fact_drawn_with_replacement),
+    ),
+    Claim(
+        "exercise: per-prompt wider",
+        "article",
+        r"逐句算会偏窄不少，本文按藏头算的区间宽到两倍多",
+        checked(holds(fact_per_prompt_wider)),
     ),
     # captions
     Claim(
