@@ -191,6 +191,19 @@ def per_prompt_half_width(name: str, confidence: float = 0.95) -> float:
     return z * statistics.stdev(rates) / math.sqrt(len(rates))
 
 
+def variant_gap_in_errors(name: str) -> float:
+    """有异文的藏头比其余的低了几个标准误（按藏头算：每组一个命中率，两组藏头的方差相加）。"""
+    from acrostic import head_hits
+
+    r = result()
+    groups: dict[bool, list[float]] = {True: [], False: []}
+    for heads, poems, variant in zip(r["heads"], r["runs"][name]["poems"], r["variant"], strict=True):
+        groups[variant].append(sum(head_hits(heads, p) for p in poems) / (4 * len(poems)))
+    a, b = groups[True], groups[False]
+    error = math.hypot(statistics.stdev(a) / math.sqrt(len(a)), statistics.stdev(b) / math.sqrt(len(b)))
+    return (statistics.fmean(b) - statistics.fmean(a)) / error
+
+
 @article_values
 def stated_values() -> dict[str, str]:
     from lora_train import finetuning, summary
@@ -222,7 +235,8 @@ def stated_values() -> dict[str, str]:
         with_variant, without = variant_split(f"capable-{i}")
         out |= {f"variant-{i}": pct(with_variant), f"no-variant-{i}": pct(without),
                 f"pass-ratio-{i}": f"{run['pass_at_k'][8] / run['pass_at_k'][1]:.1f}",
-                f"prompt-half-{i}": pct(per_prompt_half_width(f"capable-{i}"))}
+                f"prompt-half-{i}": pct(per_prompt_half_width(f"capable-{i}")),
+                f"variant-gap-{i}": f"{variant_gap_in_errors(f'capable-{i}'):.1f}"}
     out["seed-gap"] = pct(rates[1] - rates[0])
     return out
 

@@ -266,6 +266,12 @@ def signed(x: float) -> str:
     return f"{'+' if x >= 0 else '−'}{abs(x):.2f}"
 
 
+def gap_error(p0: float, p1: float) -> float:
+    """β 扫描里两个格式比例之差的 95% 误差（1.96 个标准误）：两次训练各自采样，诗数相同，彼此独立。"""
+    n = result()["seeds"][0]["runs"][run_name(BETAS[0])]["after"]["sampled"]["n"]
+    return 1.96 * (p0 * (1 - p0) / n + p1 * (1 - p1) / n) ** 0.5
+
+
 @article_values
 def stated_values() -> dict[str, str]:
     r = result()
@@ -306,6 +312,7 @@ def stated_values() -> dict[str, str]:
     implicit = [row["implicit"] for row in sweep()]
     out |= {"beta-heads-min": pct(min(heads)), "beta-heads-max": pct(max(heads)),
             "beta-form-min": pct(min(form)), "beta-form-max": pct(max(form)),
+            "beta-form-gap": pct(max(form) - min(form)), "beta-form-error": pct(gap_error(min(form), max(form))),
             "beta-implicit-min": pct(min(implicit)), "beta-implicit-max": pct(max(implicit))}
     slip = r["seeds"][SEEDS[0]]["runs"][run_name(0.03)]["history"].chosen_shift
     out |= {"slip-third": f"{quarter(slip, 2):.2f}", "slip-last": f"{quarter(slip, 3):.2f}"}

@@ -25,6 +25,7 @@ import collections
 import copy
 import math
 import os
+import statistics
 import sys
 from functools import cache
 from pathlib import Path
@@ -445,9 +446,13 @@ def paired_z(name: str) -> float:
 
 
 def fact_about_the_control(names) -> bool:
-    """「和对照差不多」「几乎一样」: the paired difference is within 1.96 standard errors for each model (on an AMD
-    EPYC, 2026-12: z = -0.42, 0.72, -0.20, -1.03 and 0.00 for base, r=1, r=4, r=8 and the 80-step model)."""
-    return all(abs(paired_z(n)) < 1.96 for n in names)
+    """「和对照差不多」「几乎一样」: each model's sampled hit rate is within half a percentage point of its control's,
+    per prompt on average (on an AMD EPYC, 2026-12: 0.22 against 0.25, 0.35 / 0.29, 0.44 / 0.46, 0.34 / 0.43 and
+    0.37 / 0.37 for base, r=1, r=4, r=8 and the 80-step model; the 500-step models are 40 points above theirs).
+    A margin, not a significance test: with no true difference, |z| > 1.96 happens one time in twenty for each model,
+    so five models on another machine's samples would fail about one time in four (here z = -0.42 to 0.72)."""
+    return all(abs(statistics.fmean(per_prompt_rates(n)) - statistics.fmean(per_prompt_rates(n, shift=1))) < 0.005
+               for n in names)
 
 
 LINE_MARKS = "，。"
@@ -500,11 +505,12 @@ def head_step_probabilities(name: str) -> tuple[float, float, float, bool]:
 def fact_head_below_half() -> bool:
     """「平均只给这个字不到一半的概率……句首命中率量出来的正是这个平均……一半以上的句首抽到了别的字」: for both
     500-step models, the redrawn poems are the artifact's, the mean probability of the required head and the sampled
-    hit rate are both below 50%, and they agree within 1.96 standard errors (on an AMD EPYC, 2026-12: mean probability
-    40.96% and 47.71%, hit rate 40.69% and 47.29%, z = -0.91 and -1.42)."""
+    hit rate are both below 50%, and they agree within 4 standard errors (the two are equal in expectation, so
+    this checks the computation, not a reading: 1.96 would fail one machine in twenty). On an AMD EPYC, 2026-12:
+    mean probability 40.96% and 47.71%, hit rate 40.69% and 47.29%, z = -0.91 and -1.42."""
     for n in CAPABLE:
         mean_p, rate, se, same = head_step_probabilities(n)
-        if not same or mean_p >= 50 or rate >= 50 or abs(rate - mean_p) >= 1.96 * se:
+        if not same or mean_p >= 50 or rate >= 50 or abs(rate - mean_p) >= 4 * se:
             return False
     return True
 
@@ -556,9 +562,10 @@ def variant_z(name: str) -> float:
 
 
 def fact_variant_gap_is_noise() -> bool:
-    """「这个差的 95% 区间都盖住了 0」: per prompt, the difference is within 1.96 standard errors for both seeds (on an
-    AMD EPYC, 2026-12: z = -1.14 and -1.49)."""
-    return all(abs(variant_z(n)) < 1.96 for n in CAPABLE)
+    """「差不到三个标准误，不值得去解释」: per prompt, the difference is within 3 standard errors for both seeds (on an
+    AMD EPYC, 2026-12: z = -1.14 and -1.49). Three, not 1.96: the 28 prompts are a subgroup picked after the fact, and
+    the sentence says only that a gap this size is not worth explaining; the computed z's are on the page."""
+    return all(abs(variant_z(n)) < 3 for n in CAPABLE)
 
 
 def fact_float_binomials_overflow() -> bool:
@@ -903,12 +910,14 @@ CLAIMS: list[Claim] = [
         "variant conclusion",
         "article",
         rf"撞车没有让成绩虚高：有异文的藏头并没有更高。它们看上去还低一些，可只有 {N_} 组（{N_} 句）；"
-        r"按藏头算（每组一个命中率），两个种子上这个差的 95% 区间都盖住了 0，分不出高低",
+        rf"按藏头算（每组一个命中率），两个种子上只低了 {N_} 和 {N_} 个标准误。"
+        r"这 28 组是事后按「有没有异文」挑出来的一小组，差不到三个标准误，不值得去解释",
         checked(
             lambda st: (
-                approx(lambda: sum(variant_flags()), lambda: 4 * N * sum(variant_flags()), exact=True)(st)
+                approx(lambda: sum(variant_flags()), lambda: 4 * N * sum(variant_flags()), exact=True)(st[:2])
+                or approx(lambda: -variant_z("capable-0"), lambda: -variant_z("capable-1"))(st[2:])
                 or (None if fact_variants_lower() else "the variant prompts are not lower for both seeds")
-                or (None if fact_variant_gap_is_noise() else "the gap is beyond 1.96 standard errors")
+                or (None if fact_variant_gap_is_noise() else "the gap is beyond 3 standard errors")
             )
         ),
     ),

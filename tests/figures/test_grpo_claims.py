@@ -346,11 +346,6 @@ def versus_dpo(name: str) -> tuple[float, float]:
     return grpo - dpo_gain(), 1.96 * error
 
 
-def fact_gains_alike() -> bool:
-    """「没有超出这个差的抽样误差」: for both GRPO seeds."""
-    return all(abs(gap) < error for gap, error in map(versus_dpo, SEEN))
-
-
 def fact_quarter_the_lines() -> bool:
     """「那一篇数的句子只有这里的四分之一，区间差不多宽一倍」: exactly a quarter of the lines before and after; the
     DPO article's intervals 1.8 to 2.2 times as wide as this one's at the same stage."""
@@ -643,13 +638,13 @@ CLAIMS: list[Claim] = [
         "grpo vs dpo on heads",
         "article",
         r"那一篇数的句子只有这里的四分之一，区间差不多宽一倍，同样大的涨幅，在那里重叠，在这里就可能不重叠。"
-        rf"直接比两个涨幅：GRPO 比 DPO 多涨了 {D} 和 {D} 个百分点，"
-        rf"没有超出这个差的抽样误差（95% 的范围约 ±{D} 个百分点）。"
-        r"所以这两篇的数说明不了 GRPO 在句首上比 DPO 强",
+        rf"直接比两个涨幅：GRPO 比 DPO 多涨了 {D} 和 {D} 个百分点，这个差的 95% 误差约 ±{D} 个百分点；"
+        r"差落在误差之内，就说明不了 GRPO 在句首上比 DPO 强",
+        # the gap, its error and the rule for reading them, no verdict (a Xeon's runs give other numbers; on an AMD
+        # EPYC (Zen 4) 0.7 and 0.9 against 2.9)
         checked(lambda st: approx(lambda: versus_dpo("capable-0")[0], lambda: versus_dpo("capable-1")[0],
                                   lambda: max(versus_dpo(n)[1] for n in SEEN))(st)
-                or (None if fact_quarter_the_lines() and fact_gains_alike()
-                    else "not a quarter of the lines, or the gains are apart")),
+                or (None if fact_quarter_the_lines() else "not a quarter of the lines")),
     ),
     Claim(
         "playground: greedy below the SFT model",
@@ -779,12 +774,12 @@ CLAIMS: list[Claim] = [
         "summary capable",
         "article",
         rf"GRPO 让验证集上的句首命中从 {P} 升到 {P} 和 {P}（两个种子，区间都不重叠），格式正确升到 {P} 和 {P}；"
-        rf"没见过的藏头和见过的涨得差不多。同样出发的 DPO 涨了 {D} 个百分点，和 GRPO 的涨幅之差还在抽样误差之内",
+        rf"没见过的藏头和见过的涨得差不多。同样出发的 DPO 涨了 {D} 个百分点；两者的差要和它的抽样误差比",
         checked(lambda st: approx(lambda: heads_rate("capable-0", "before"), lambda: heads_rate("capable-0", "after"),
                                   lambda: heads_rate("capable-1", "after"), lambda: form_rate("capable-0", "after"),
                                   lambda: form_rate("capable-1", "after"),
                                   lambda: dpo().heads_rate(0, "dpo") - dpo().heads_rate(0, "SFT"))(st)
-                or (None if fact_capable_rise() and fact_gains_alike() else "not as described")),
+                or (None if fact_capable_rise() else "not as described")),
     ),
     Claim(
         "summary hack",
