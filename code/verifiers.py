@@ -9,7 +9,8 @@
   这个验证器是一个有偏差的近似，它的偏差要先量出来再用；
 - 多样：一批诗里不同的诗、不同的字各占多少（模型只会写同一首诗时，这两个数会很低）。
 
-比率都带 Wilson 置信区间（wilson_interval）：在几百首诗上量出的比例本身有抽样误差。
+比率都带 Wilson 置信区间（wilson_interval）：在几百首诗上量出的比例本身有抽样误差；两个比例之差的标准误用
+difference_error。
 参数不对时抛出 ValueError，检查的代码在文件末尾。
 """
 
@@ -122,6 +123,15 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
 # --8<-- [end:wilson]
 
 
+def difference_error(a: tuple[int, int], b: tuple[int, int]) -> float:
+    """两个比例之差 b − a 的标准误；a、b 各是 (successes, n)，来自两批互不相关的采样，所以两个方差相加。
+
+    比较训练前后、两次训练的成绩时用：差不到约 1.96 个标准误（95%），就分不出哪个高。"""
+    check_pair("a", a)
+    check_pair("b", b)
+    return math.sqrt(sum(k / n * (1 - k / n) / n for k, n in (a, b)))
+
+
 # ------------------------------------------------------------------ 参数检查
 
 
@@ -138,6 +148,12 @@ def check_texts(texts: object) -> None:
     for i, t in enumerate(texts):
         if not isinstance(t, str):
             raise ValueError(f"texts[{i}] 应为 str，收到 {type(t).__name__}")
+
+
+def check_pair(name: str, pair: object) -> None:
+    if not isinstance(pair, tuple) or len(pair) != 2:
+        raise ValueError(f"{name} 应为 (successes, n) 两个整数的元组，收到 {pair!r}")
+    check_count(*pair)
 
 
 def check_count(successes: object, n: object) -> None:

@@ -179,26 +179,28 @@ def variant_split(name: str) -> tuple[float, float]:
     return hit[True] / total[True], hit[False] / total[False]
 
 
-def per_prompt_half_width(name: str, confidence: float = 0.95) -> float:
-    """按藏头算的区间的半宽：每组藏头一个命中率（它写的 8 首、32 句里对上几句），
-    z × 这 342 个数的标准差 / √342（95% 时 z 约 1.96）。同一首诗的几句不独立，各组藏头才是独立的。"""
+def per_prompt_rates(name: str) -> list[float]:
+    """每组藏头一个命中率：这个模型为它写的几首诗（8 首、32 句）里对上几句。
+    同一首诗的几句不独立，各组藏头才是独立的。"""
     from acrostic import head_hits
 
     r = result()
-    rates = [sum(head_hits(h, p) for p in ps) / (4 * len(ps))
-             for h, ps in zip(r["heads"], r["runs"][name]["poems"], strict=True)]
+    return [sum(head_hits(h, p) for p in ps) / (4 * len(ps))
+            for h, ps in zip(r["heads"], r["runs"][name]["poems"], strict=True)]
+
+
+def per_prompt_half_width(name: str, confidence: float = 0.95) -> float:
+    """按藏头算的区间的半宽：z × 342 个命中率（per_prompt_rates）的标准差 / √342（95% 时 z 约 1.96）。"""
+    rates = per_prompt_rates(name)
     z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
     return z * statistics.stdev(rates) / math.sqrt(len(rates))
 
 
 def variant_gap_in_errors(name: str) -> float:
     """有异文的藏头比其余的低了几个标准误（按藏头算：每组一个命中率，两组藏头的方差相加）。"""
-    from acrostic import head_hits
-
-    r = result()
     groups: dict[bool, list[float]] = {True: [], False: []}
-    for heads, poems, variant in zip(r["heads"], r["runs"][name]["poems"], r["variant"], strict=True):
-        groups[variant].append(sum(head_hits(heads, p) for p in poems) / (4 * len(poems)))
+    for rate, variant in zip(per_prompt_rates(name), result()["variant"], strict=True):
+        groups[variant].append(rate)
     a, b = groups[True], groups[False]
     error = math.hypot(statistics.stdev(a) / math.sqrt(len(a)), statistics.stdev(b) / math.sqrt(len(b)))
     return (statistics.fmean(b) - statistics.fmean(a)) / error

@@ -15,6 +15,7 @@ from pathlib import Path
 if __name__ == "__main__":  # 单独运行本文件时，把 code/ 加入导入路径
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import math
 from functools import cache
 
 import torch
@@ -22,6 +23,7 @@ from acrostic import head_hits
 from figkit import article_values, exercise_answer, figure, figure_data, new_figure
 from grpo import group_advantages, grpo_loss
 from grpo_train import grpo_results
+from verifiers import difference_error
 
 ORDER = ("capable-0", "capable-1", "weak", "form-only")
 LABELS = {"capable-0": "500 步 SFT，GRPO 种子 0", "capable-1": "500 步 SFT，GRPO 种子 1",
@@ -253,21 +255,17 @@ def dpo_seed0() -> dict[str, float]:
     for tag, ev in (("sft", run["before"]), ("dpo", run["runs"]["dpo"]["after"])):
         out[f"{tag}-heads"] = ev["sampled"]["lines"] / (4 * ev["sampled"]["n"])
         out[f"{tag}-form"] = ev["sampled"]["form"] / ev["sampled"]["n"]
+        out[f"{tag}-hits"] = ev["sampled"]["lines"]
         out[f"{tag}-lines"] = 4 * ev["sampled"]["n"]
     return out
-
-
-def gain_error(p0: float, n0: int, p1: float, n1: int) -> float:
-    """涨幅 p1 − p0 的标准误：训练前后是两批独立的采样，两个比例的方差相加。"""
-    return (p0 * (1 - p0) / n0 + p1 * (1 - p1) / n1) ** 0.5
 
 
 def versus_dpo(name: str) -> tuple[float, float]:
     """GRPO 这次比 DPO 多涨的句首命中，和这个差的 95% 误差（1.96 个标准误；四批采样彼此独立）。"""
     dpo, b, a = dpo_seed0(), before(name)["sampled"]["line_heads"], after(name)["sampled"]["line_heads"]
     gap = (a.value - b.value) - (dpo["dpo-heads"] - dpo["sft-heads"])
-    error = (gain_error(b.value, b.n, a.value, a.n) ** 2
-             + gain_error(dpo["sft-heads"], dpo["sft-lines"], dpo["dpo-heads"], dpo["dpo-lines"]) ** 2) ** 0.5
+    error = math.hypot(difference_error((b.successes, b.n), (a.successes, a.n)),  # 两个涨幅各自的标准误
+                       difference_error((dpo["sft-hits"], dpo["sft-lines"]), (dpo["dpo-hits"], dpo["dpo-lines"])))
     return gap, 1.96 * error
 
 

@@ -21,7 +21,7 @@ from acrostic import head_hits
 from dpo_train import BETAS, dpo_results
 from figkit import article_values, exercise_answer, figure, figure_data, new_figure, plain_log_axis
 from preference import dpo_loss
-from verifiers import wilson_interval
+from verifiers import difference_error, wilson_interval
 
 SEEDS = (0, 1)
 
@@ -128,6 +128,7 @@ def sweep() -> list[dict]:
         rt = rates(r["after"])
         out.append({"beta": beta, "kl": r["after"]["kl"], "implicit": r["held_pair_accuracy"],
                     "heads": rt["sampled_heads"][0], "form": rt["sampled_form"][0], "greedy": rt["greedy_heads"][0],
+                    "form_hits": r["after"]["sampled"]["form"], "poems": r["after"]["sampled"]["n"],
                     "chosen": last_quarter(r["history"].chosen_shift),
                     "rejected": last_quarter(r["history"].rejected_shift)})
     return out
@@ -266,10 +267,11 @@ def signed(x: float) -> str:
     return f"{'+' if x >= 0 else '−'}{abs(x):.2f}"
 
 
-def gap_error(p0: float, p1: float) -> float:
-    """β 扫描里两个格式比例之差的 95% 误差（1.96 个标准误）：两次训练各自采样，诗数相同，彼此独立。"""
-    n = result()["seeds"][0]["runs"][run_name(BETAS[0])]["after"]["sampled"]["n"]
-    return 1.96 * (p0 * (1 - p0) / n + p1 * (1 - p1) / n) ** 0.5
+def form_gap_error() -> float:
+    """β 扫描里格式正确最高和最低的两次之差的 95% 误差（1.96 个标准误）：两次训练各自采样，彼此独立。"""
+    rows = sorted(sweep(), key=lambda row: row["form"])
+    lo, hi = rows[0], rows[-1]
+    return 1.96 * difference_error((lo["form_hits"], lo["poems"]), (hi["form_hits"], hi["poems"]))
 
 
 @article_values
@@ -312,7 +314,7 @@ def stated_values() -> dict[str, str]:
     implicit = [row["implicit"] for row in sweep()]
     out |= {"beta-heads-min": pct(min(heads)), "beta-heads-max": pct(max(heads)),
             "beta-form-min": pct(min(form)), "beta-form-max": pct(max(form)),
-            "beta-form-gap": pct(max(form) - min(form)), "beta-form-error": pct(gap_error(min(form), max(form))),
+            "beta-form-gap": pct(max(form) - min(form)), "beta-form-error": pct(form_gap_error()),
             "beta-implicit-min": pct(min(implicit)), "beta-implicit-max": pct(max(implicit))}
     slip = r["seeds"][SEEDS[0]]["runs"][run_name(0.03)]["history"].chosen_shift
     out |= {"slip-third": f"{quarter(slip, 2):.2f}", "slip-last": f"{quarter(slip, 3):.2f}"}
