@@ -834,6 +834,7 @@ NOT_COMPUTED: dict[str, str] = {
     "满分 1.25": "the reward's maximum, 4 x 1/4 + 1/4: the weights are settings of code/grpo_train.py (reward)",
     "1.16.0": "the version of trl the oracle test runs",
     "1707.06347": "Schulman et al. 2017's arXiv identifier",
+    "2005.12729": "Engstrom et al. 2020's arXiv identifier",
     "2402.03300": "Shao et al. 2024's (DeepSeekMath) arXiv identifier",
     "2501.12948": "DeepSeek-AI 2025's (DeepSeek-R1) arXiv identifier",
     "2503.20783": "Liu et al. 2025's arXiv identifier",
